@@ -1,0 +1,164 @@
+"""PostgreSQL access: the connection pool and the one tenant-scoping choke point.
+
+Invariant: every statement that touches a memory's tables runs inside a transaction opened
+by :meth:`Database.memory_transaction`, which did ``SET LOCAL search_path`` to that memory's
+schema. ``SET LOCAL`` ends with the transaction, so a pooled connection can never carry one
+tenant's path into another tenant's request. Nothing else in the code base sets the path.
+
+asyncpg exceptions are translated here, once, into :mod:`fortemi.platform.errors`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import asyncpg
+
+from fortemi.platform.errors import BadUserInput, Conflict, NotFound, Unavailable
+
+__all__ = ["SCHEMA_PREFIX", "Connection", "Database", "memory_schema", "validate_memory_name"]
+
+log = logging.getLogger(__name__)
+
+Connection = asyncpg.Connection
+SCHEMA_PREFIX = "mem_"
+_MEMORY_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+
+
+def validate_memory_name(name: str) -> str:
+    """Return ``name`` if it is a valid memory name, else raise :class:`BadUserInput`."""
+    if not isinstance(name, str) or not _MEMORY_NAME.fullmatch(name):
+        raise BadUserInput(
+            "A memory name must match ^[a-z][a-z0-9_]{0,39}$: a lowercase letter, then up to "
+            "39 lowercase letters, digits or underscores",
+            field="name",
+        )
+    return name
+
+
+def memory_schema(name: str) -> str:
+    """The schema of memory ``name``, quoted; safe to splice because the name is validated."""
+    return f'"{SCHEMA_PREFIX}{validate_memory_name(name)}"'
+
+
+async def _init_connection(conn: asyncpg.Connection) -> None:
+    for type_name in ("json", "jsonb"):
+        await conn.set_type_codec(
+            type_name, encoder=json.dumps, decoder=json.loads, schema="pg_catalog"
+        )
+
+
+def _translate(exc: BaseException) -> Exception | None:
+    """Map a database exception to a Fortemi error, or ``None`` when it is a bug."""
+    if isinstance(exc, asyncpg.SerializationError | asyncpg.DeadlockDetectedError):
+        return Conflict("The note changed concurrently; retry the operation")
+    if isinstance(exc, asyncpg.LockNotAvailableError):
+        return Conflict("The resource is locked by another operation; retry shortly")
+    if isinstance(
+        exc, asyncpg.CharacterNotInRepertoireError | asyncpg.UntranslatableCharacterError
+    ):
+        return BadUserInput("Text must be valid UTF-8 without NUL characters")
+    if isinstance(exc, asyncpg.QueryCanceledError):
+        return Unavailable("The database did not answer in time; retry later")
+    if isinstance(
+        exc,
+        asyncpg.PostgresConnectionError
+        | asyncpg.InterfaceError
+        | asyncpg.CannotConnectNowError
+        | ConnectionError
+        | OSError,
+    ):
+        return Unavailable("The database is unavailable; retry later")
+    return None
+
+
+class Database:
+    """A pool of connections and the transactions every service runs in."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    @classmethod
+    async def connect(
+        cls, dsn: str, *, min_size: int = 2, max_size: int = 10, statement_timeout_ms: int = 0
+    ) -> Database:
+        try:
+            pool = await asyncpg.create_pool(
+                dsn,
+                min_size=min_size,
+                max_size=max_size,
+                init=_init_connection,
+                server_settings={
+                    "application_name": "fortemi",
+                    "statement_timeout": str(statement_timeout_ms),
+                    "search_path": "public",
+                },
+            )
+        except (OSError, asyncpg.PostgresError) as exc:
+            raise Unavailable(f"Cannot connect to PostgreSQL: {type(exc).__name__}") from exc
+        return cls(pool)
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[asyncpg.Connection]:
+        """A bare pooled connection for maintenance work (migrations, health checks)."""
+        try:
+            async with self._pool.acquire() as conn:
+                yield conn
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+            translated = _translate(exc)
+            if translated is None:
+                raise
+            raise translated from exc
+
+    @asynccontextmanager
+    async def shared_transaction(self) -> AsyncIterator[asyncpg.Connection]:
+        """A transaction over the shared ``public`` schema only."""
+        async with self.connection() as conn, conn.transaction():
+            yield conn
+
+    @asynccontextmanager
+    async def memory_transaction(
+        self, memory: str, *, isolation: str | None = None
+    ) -> AsyncIterator[asyncpg.Connection]:
+        """The choke point: a transaction whose ``search_path`` is memory ``memory`` first.
+
+        ``public`` stays on the path (after the memory) for extension types such as
+        ``vector``. BEGIN and SET LOCAL go in one round trip; the schema name is validated
+        and quoted by :func:`memory_schema`, never taken from a caller unchecked.
+        """
+        schema = memory_schema(memory)
+        begin = "BEGIN" if isolation is None else f"BEGIN ISOLATION LEVEL {_isolation(isolation)}"
+        async with self.connection() as conn:
+            await conn.execute(f"{begin}; SET LOCAL search_path TO {schema}, public")
+            try:
+                yield conn
+            except asyncpg.UndefinedTableError as exc:
+                # The path names a schema that is gone: the memory was deleted meanwhile.
+                await conn.execute("ROLLBACK")
+                raise NotFound(f"Memory {memory!r} does not exist") from exc
+            except BaseException:
+                if not conn.is_closed():
+                    await conn.execute("ROLLBACK")
+                raise
+            else:
+                await conn.execute("COMMIT")
+
+    async def fetchval(self, query: str, *args: Any) -> Any:
+        async with self.connection() as conn:
+            return await conn.fetchval(query, *args)
+
+    def stats(self) -> Mapping[str, int]:
+        return {"size": self._pool.get_size(), "idle": self._pool.get_idle_size()}
+
+
+def _isolation(level: str) -> str:
+    levels = {"serializable": "SERIALIZABLE", "repeatable_read": "REPEATABLE READ"}
+    return levels[level]

@@ -1,0 +1,78 @@
+"""The error hierarchy every layer raises and the GraphQL layer renders.
+
+::
+
+    FortemiError                 (code)                   what the caller did or hit
+    ├── Unauthenticated          UNAUTHENTICATED          no or invalid token
+    ├── Forbidden                FORBIDDEN                known caller, not allowed
+    ├── NotFound                 NOT_FOUND                no such thing in this memory
+    ├── BadUserInput             BAD_USER_INPUT           malformed or out-of-bounds input
+    ├── Conflict                 CONFLICT                 stale version, duplicate, wrong state
+    ├── RateLimited              RATE_LIMITED             slow down
+    └── Unavailable              SERVICE_UNAVAILABLE      a backing service is down
+
+Anything else that escapes a resolver is a bug: it is logged with a request id and masked.
+Foreign exceptions (asyncpg, jwt, httpx, redis) are translated into these at the boundary
+module that calls the library, once, and re-raised ``from exc``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+__all__ = [
+    "BadUserInput",
+    "Conflict",
+    "Forbidden",
+    "FortemiError",
+    "NotFound",
+    "RateLimited",
+    "Unauthenticated",
+    "Unavailable",
+]
+
+
+class FortemiError(Exception):
+    code: ClassVar[str] = "INTERNAL_SERVER_ERROR"
+
+    def __init__(self, message: str, **extensions: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.extensions = extensions
+
+
+class Unauthenticated(FortemiError):
+    """The caller is not authenticated.
+
+    ``message`` is what the caller sees (deliberately vague); ``reason`` is logged only.
+    """
+
+    code = "UNAUTHENTICATED"
+
+    def __init__(self, reason: str, message: str = "A valid bearer token is required") -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class Forbidden(FortemiError):
+    code = "FORBIDDEN"
+
+
+class NotFound(FortemiError):
+    code = "NOT_FOUND"
+
+
+class BadUserInput(FortemiError):
+    code = "BAD_USER_INPUT"
+
+
+class Conflict(FortemiError):
+    code = "CONFLICT"
+
+
+class RateLimited(FortemiError):
+    code = "RATE_LIMITED"
+
+
+class Unavailable(FortemiError):
+    code = "SERVICE_UNAVAILABLE"

@@ -1,0 +1,187 @@
+"""Value objects for notes: what is stored, what callers send, what pages look like."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Generic, TypeVar
+from uuid import UUID
+
+__all__ = [
+    "UNSET",
+    "ChangePolicy",
+    "ExternalItem",
+    "Note",
+    "NoteDiff",
+    "NoteDraft",
+    "NoteFilter",
+    "NotePatch",
+    "NoteVersion",
+    "Page",
+    "UpsertOutcome",
+    "UpsertResult",
+]
+
+
+class _Unset:
+    """Marks a patch field the caller did not send (distinct from an explicit null)."""
+
+    _instance: _Unset | None = None
+
+    def __new__(cls) -> _Unset:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNSET: Any = _Unset()
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    id: UUID
+    title: str
+    content: str
+    format: str
+    source: str | None
+    metadata: dict[str, Any]
+    tags: tuple[str, ...]
+    collection: str | None
+    project: str | None
+    starred: bool
+    archived: bool
+    version: int
+    content_hash: str
+    external_source: str | None
+    external_id: str | None
+    created_at: datetime
+    updated_at: datetime
+    deleted_at: datetime | None
+
+    @property
+    def deleted(self) -> bool:
+        return self.deleted_at is not None
+
+
+@dataclass(frozen=True, slots=True)
+class NoteVersion:
+    note_id: UUID
+    version: int
+    title: str
+    content: str
+    format: str
+    metadata: dict[str, Any]
+    tags: tuple[str, ...]
+    content_hash: str
+    created_at: datetime
+    created_by: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class NoteDraft:
+    """A new note as a caller describes it (validated by the service)."""
+
+    title: str = ""
+    content: str = ""
+    format: str = "markdown"
+    source: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    tags: tuple[str, ...] = ()
+    collection: str | None = None
+    project: str | None = None
+    starred: bool = False
+    archived: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NotePatch:
+    """An update: fields left UNSET keep their value; ``expected_version`` guards races."""
+
+    title: Any = UNSET
+    content: Any = UNSET
+    format: Any = UNSET
+    metadata: Any = UNSET
+    tags: Any = UNSET
+    collection: Any = UNSET
+    project: Any = UNSET
+    starred: Any = UNSET
+    archived: Any = UNSET
+    expected_version: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NoteFilter:
+    tags_all: tuple[str, ...] = ()
+    tags_any: tuple[str, ...] = ()
+    project: str | None = None
+    collection: str | None = None
+    source: str | None = None
+    starred: bool | None = None
+    archived: bool | None = None
+    deleted: bool = False  # False: live notes only; True: soft-deleted notes only
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    updated_after: datetime | None = None
+    updated_before: datetime | None = None
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    items: list[tuple[str, T]]  # (opaque cursor, item), in order
+    has_next_page: bool
+
+    @property
+    def end_cursor(self) -> str | None:
+        return self.items[-1][0] if self.items else None
+
+
+@dataclass(frozen=True, slots=True)
+class NoteDiff:
+    note_id: UUID
+    from_version: int
+    to_version: int
+    unified: str  # unified diff of title and content, "" when identical
+    additions: int
+    deletions: int
+
+
+class ChangePolicy(StrEnum):
+    VERSION = "VERSION"  # apply as a new version; fields the item omits keep their value
+    REPLACE = "REPLACE"  # the item replaces the note wholesale (still recorded as a version)
+    CONFLICT = "CONFLICT"  # leave the note alone and report the conflict
+
+
+class UpsertOutcome(StrEnum):
+    CREATED = "CREATED"
+    UPDATED = "UPDATED"
+    UNCHANGED = "UNCHANGED"
+    CONFLICT = "CONFLICT"
+
+
+@dataclass(frozen=True, slots=True)
+class ExternalItem:
+    external_id: str
+    title: Any = UNSET
+    content: Any = UNSET
+    format: Any = UNSET
+    metadata: Any = UNSET
+    tags: Any = UNSET
+    collection: Any = UNSET
+    project: Any = UNSET
+
+
+@dataclass(frozen=True, slots=True)
+class UpsertResult:
+    external_id: str
+    outcome: UpsertOutcome
+    note: Note

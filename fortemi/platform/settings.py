@@ -1,0 +1,133 @@
+"""The one typed settings object.
+
+Built once at the edge (``serve``, ``worker``, ``migrate``, ``token``, the test session) and
+passed down; nothing below the edge reads the environment. Variables use the ``FORTEMI_``
+prefix, except the standard ones every deployment tool knows (``DATABASE_URL``,
+``REDIS_URL``, ``OIDC_*``, ``OLLAMA_HOST``).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import platformdirs
+from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+__all__ = ["Environment", "Settings"]
+
+
+class Environment(StrEnum):
+    DEVELOPMENT = "development"
+    PRODUCTION = "production"
+
+
+def _default_home() -> Path:
+    return Path(platformdirs.user_data_dir("fortemi", appauthor=False))
+
+
+def _alias(name: str) -> AliasChoices:
+    return AliasChoices(name)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="FORTEMI_", extra="ignore", frozen=True)
+
+    # -- runtime ----------------------------------------------------------------------
+    home: Path = Field(default_factory=_default_home, description="Data directory")
+    env: Environment = Environment.DEVELOPMENT
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
+    public_url: str | None = Field(
+        default=None,
+        description="Base URL clients use; the local issuer's identifier. Default http://HOST:PORT",
+    )
+    log_level: str = "INFO"
+
+    # -- backing services (standard names, no prefix) ------------------------------------
+    database_url: SecretStr | None = Field(default=None, validation_alias=_alias("DATABASE_URL"))
+    redis_url: SecretStr | None = Field(default=None, validation_alias=_alias("REDIS_URL"))
+    db_pool_min: int = Field(default=2, ge=1)
+    db_pool_max: int = Field(default=10, ge=1)
+    db_statement_timeout_ms: int = Field(default=30_000, ge=0)
+
+    # -- authentication ----------------------------------------------------------------
+    oidc_issuer: str | None = Field(default=None, validation_alias=_alias("OIDC_ISSUER"))
+    oidc_audience: str = Field(default="fortemi", validation_alias=_alias("OIDC_AUDIENCE"))
+    oidc_groups_claim: str = Field(default="groups", validation_alias=_alias("OIDC_GROUPS_CLAIM"))
+    oidc_roles_claim: str = Field(default="roles", validation_alias=_alias("OIDC_ROLES_CLAIM"))
+    oidc_permissions_claim: str = Field(
+        default="permissions", validation_alias=_alias("OIDC_PERMISSIONS_CLAIM")
+    )
+    oidc_algorithms: Annotated[list[str], NoDecode] = Field(
+        default=["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA"],
+        validation_alias=_alias("OIDC_ALGORITHMS"),
+    )
+    oidc_leeway_seconds: int = Field(default=30, ge=0, le=300)
+    oidc_jwks_cache_seconds: int = Field(default=3600, ge=0)
+    oidc_jwks_min_refresh_seconds: float = Field(
+        default=30.0, ge=0, description="Least time between two JWKS refetches on an unknown kid"
+    )
+    oidc_http_timeout_seconds: float = Field(default=5.0, gt=0)
+    oidc_require_azp: bool = Field(
+        default=True, description="Access tokens must carry azp (Authentik marks them so)"
+    )
+    token_ttl_default: str = "1h"
+
+    # -- limits ------------------------------------------------------------------------
+    max_note_bytes: int = Field(default=1_048_576, ge=1)
+    max_request_bytes: int = Field(default=8 * 1_048_576, ge=1024)
+    max_upsert_batch: int = Field(default=500, ge=1)
+    max_page_size: int = Field(default=100, ge=1)
+    max_query_depth: int = Field(default=12, ge=1)
+    max_aliases: int = Field(default=30, ge=1)
+    max_query_tokens: int = Field(default=2000, ge=10)
+    graphql_cache_size: int = Field(default=256, ge=1)
+
+    # -- derived -----------------------------------------------------------------------
+    migrations_dir: Path | None = None
+
+    @field_validator("oidc_algorithms", mode="before")
+    @classmethod
+    def _split_algorithms(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("oidc_algorithms")
+    @classmethod
+    def _asymmetric_only(cls, value: list[str]) -> list[str]:
+        # RFC 8725 §3.1/3.2: the server fixes the algorithms; HMAC and "none" would let a
+        # token signed with a public key (or not at all) pass.
+        allowed = {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384",
+                   "ES512", "EdDSA"}
+        bad = [alg for alg in value if alg not in allowed]
+        if bad or not value:
+            raise ValueError(f"OIDC_ALGORITHMS accepts asymmetric algorithms only, got {bad}")
+        return value
+
+    @property
+    def is_production(self) -> bool:
+        return self.env is Environment.PRODUCTION
+
+    @property
+    def base_url(self) -> str:
+        return (self.public_url or f"http://{self.host}:{self.port}").rstrip("/")
+
+    @property
+    def uses_local_issuer(self) -> bool:
+        return self.oidc_issuer is None
+
+    @property
+    def issuer(self) -> str:
+        return (self.oidc_issuer or self.base_url).rstrip("/")
+
+    @property
+    def embedded_database(self) -> bool:
+        return self.database_url is None
+
+    @property
+    def embedded_redis(self) -> bool:
+        return self.redis_url is None

