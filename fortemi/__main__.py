@@ -1,0 +1,3 @@
+from fortemi.cli import main
+
+raise SystemExit(main())

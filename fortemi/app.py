@@ -1,0 +1,98 @@
+"""The ASGI application: GraphQL, health probes and (embedded default) the local issuer."""
+
+from __future__ import annotations
+
+import json
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route, WebSocketRoute
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from fortemi.graphql.schema import build_schema
+from fortemi.graphql.view import GraphQLView
+from fortemi.runtime import Runtime
+
+__all__ = ["BodySizeLimit", "create_app"]
+
+
+class BodySizeLimit:
+    """Refuse request bodies over ``limit`` bytes with 413, before anything parses them.
+
+    A pure ASGI middleware (BaseHTTPMiddleware would break contextvars): it trusts a
+    Content-Length that is too big, and counts chunks for bodies sent without one.
+    """
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope["headers"]:
+            if name == b"content-length" and value.isdigit() and int(value) > self.limit:
+                await self._reject(scope, receive, send)
+                return
+        received = 0
+
+        async def counted() -> Message:
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.limit:
+                raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, counted, send)
+        except _TooLarge:
+            await self._reject(scope, receive, send)
+
+    async def _reject(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body = {
+            "errors": [
+                {
+                    "message": f"Request body is over the {self.limit}-byte limit "
+                    "(FORTEMI_MAX_REQUEST_BYTES)",
+                    "extensions": {"code": "PAYLOAD_TOO_LARGE"},
+                }
+            ]
+        }
+        await Response(json.dumps(body), 413, media_type="application/json")(scope, receive, send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def create_app(runtime: Runtime) -> Starlette:
+    """The HTTP/WebSocket app over an open runtime (its owner closes it)."""
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(request: Request) -> Response:
+        checks = await runtime.readiness()
+        ready = all(value == "ok" for value in checks.values())
+        return JSONResponse(
+            {"status": "ok" if ready else "unavailable", "checks": checks},
+            status_code=200 if ready else 503,
+        )
+
+    graphql = GraphQLView(build_schema(runtime.settings), runtime)
+    routes: list[BaseRoute] = [
+        Route("/healthz", healthz),
+        Route("/readyz", readyz),
+        Route("/graphql", graphql),
+        WebSocketRoute("/graphql", graphql),
+    ]
+    if runtime.issuer is not None:
+        routes.extend(runtime.issuer.routes())
+    return Starlette(
+        routes=routes,
+        middleware=[Middleware(BodySizeLimit, limit=runtime.settings.max_request_bytes)],
+    )

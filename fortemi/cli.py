@@ -1,0 +1,229 @@
+"""``fortemi serve | migrate | token | schema``: the edge where settings are built."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from pydantic import ValidationError
+
+from fortemi.platform.settings import Settings
+
+__all__ = ["main"]
+
+log = logging.getLogger("fortemi")
+
+
+class _Stop(Exception):  # noqa: N818 - a signal, not an error
+    """Raised by our SIGINT/SIGTERM handler so ``finally`` blocks stop what we started."""
+
+
+def _raise_stop(signum: int, frame: FrameType | None) -> None:
+    raise _Stop(signal.Signals(signum).name)
+
+
+def _settings(**overrides: Any) -> Settings:
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        raise SystemExit(f"fortemi: invalid configuration:\n{exc}") from None
+
+
+def _logging(level: str) -> None:
+    logging.basicConfig(
+        level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+
+
+# -- serve ------------------------------------------------------------------------------------
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from fortemi.platform.embedded import EmbeddedServices
+
+    settings = _settings(host=args.host, port=args.port)
+    _logging(settings.log_level)
+    # Uvicorn restores the previous handlers after its graceful shutdown and re-raises the
+    # signal; with these in place that lands as _Stop in our code, not as a hard exit.
+    signal.signal(signal.SIGINT, _raise_stop)
+    signal.signal(signal.SIGTERM, _raise_stop)
+    services = EmbeddedServices(settings.home)
+    try:
+        urls = services.start(settings)
+        asyncio.run(_serve_async(settings, urls))
+    except _Stop as stop:
+        log.info("stopped by %s", stop)
+    finally:
+        services.stop()
+    return 0
+
+
+async def _serve_async(settings: Settings, urls: Any) -> None:
+    import uvicorn
+
+    from fortemi.app import create_app
+    from fortemi.runtime import Runtime
+
+    runtime = await Runtime.open(settings, urls)
+    try:
+        config = uvicorn.Config(
+            create_app(runtime),
+            host=settings.host,
+            port=settings.port,
+            lifespan="off",
+            log_level=settings.log_level.lower(),
+            server_header=False,
+        )
+        server = uvicorn.Server(config)
+        banner = asyncio.create_task(_banner(server, runtime))
+        try:
+            await server.serve()
+        finally:
+            banner.cancel()
+    finally:
+        await runtime.close()
+
+
+async def _banner(server: Any, runtime: Any) -> None:
+    while not server.started:
+        await asyncio.sleep(0.05)
+    settings = runtime.settings
+    lines = [f"Fortemi GraphQL: {settings.base_url}/graphql"]
+    if not settings.is_production:
+        lines.append("GraphiQL: open the URL above; send the token as 'Authorization: Bearer ...'")
+    if runtime.issuer is not None:
+        token = runtime.issuer.mint("admin", roles=["admin"], ttl=_ttl("24h"))
+        lines.append("admin token (24h, role admin):")
+        lines.append(f"token: {token}")
+        lines.append(
+            "mint more: fortemi token --sub alice --group platform-team --role editor --ttl 1h"
+        )
+    print("\n".join(lines), flush=True)  # noqa: T201 - the console is the interface here
+
+
+# -- token ------------------------------------------------------------------------------------
+
+
+def _ttl(text: str) -> Any:
+    from fortemi.auth.local_issuer import parse_ttl
+
+    try:
+        return parse_ttl(text)
+    except ValueError as exc:
+        raise SystemExit(f"fortemi token: --ttl: {exc}") from None
+
+
+def _token(args: argparse.Namespace) -> int:
+    from fortemi.auth.local_issuer import LocalIssuer
+
+    settings = _settings()
+    if not settings.uses_local_issuer:
+        raise SystemExit(
+            "fortemi token: OIDC_ISSUER is set, so the local issuer is off; "
+            "get tokens from your identity provider"
+        )
+    issuer = LocalIssuer.load_or_create(settings.home, settings.issuer, settings.oidc_audience)
+    token = issuer.mint(
+        args.sub,
+        groups=args.group,
+        roles=args.role,
+        permissions=args.permission,
+        ttl=_ttl(args.ttl),
+    )
+    print(token)  # noqa: T201
+    return 0
+
+
+# -- migrate ----------------------------------------------------------------------------------
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from fortemi.platform.embedded import EmbeddedServices
+
+    settings = _settings()
+    _logging(settings.log_level)
+    services = EmbeddedServices(settings.home)
+    try:
+        urls = services.start(settings)
+        asyncio.run(_migrate_async(settings, urls.database, shared_only=args.shared_only))
+    finally:
+        services.stop()
+    return 0
+
+
+async def _migrate_async(settings: Settings, database_url: str, *, shared_only: bool) -> None:
+    from fortemi.platform.database import Database
+    from fortemi.platform.memories import MemoryService
+    from fortemi.platform.memories.service import DEFAULT_MEMORY
+    from fortemi.platform.migrations import Migrations
+
+    db = await Database.connect(database_url, min_size=1, max_size=2)
+    try:
+        migrations = Migrations(settings.migrations_dir)
+        applied = await migrations.migrate_shared(db)
+        print(f"shared: {len(applied)} migration(s) applied")  # noqa: T201
+        memories = MemoryService(db, migrations)
+        await memories.ensure(DEFAULT_MEMORY, default=True)
+        if not shared_only:
+            for memory in await memories.list():
+                await memories.resolve(memory.name)
+            print(f"memories: all at template version {migrations.memory_version}")  # noqa: T201
+    finally:
+        await db.close()
+
+
+# -- schema -----------------------------------------------------------------------------------
+
+
+def _schema(args: argparse.Namespace) -> int:
+    from fortemi.graphql.schema import build_schema, print_sdl
+
+    sdl = print_sdl(build_schema(_settings()))
+    if args.output:
+        Path(args.output).write_text(sdl, encoding="utf-8")
+    else:
+        sys.stdout.write(sdl)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="fortemi", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the GraphQL server")
+    serve.add_argument("--host", help="bind address (FORTEMI_HOST, default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (FORTEMI_PORT, default 8000)")
+    serve.set_defaults(run=_serve)
+
+    token = commands.add_parser("token", help="mint an access token from the local issuer")
+    token.add_argument("--sub", required=True, help="subject (user id)")
+    token.add_argument("--group", action="append", default=[], help="group (repeatable)")
+    token.add_argument("--role", action="append", default=[], help="role (repeatable)")
+    token.add_argument("--permission", action="append", default=[], help="permission (repeatable)")
+    token.add_argument("--ttl", default="1h", help="lifetime: 90s, 15m, 1h, 7d (default 1h)")
+    token.set_defaults(run=_token)
+
+    migrate = commands.add_parser("migrate", help="apply database migrations")
+    migrate.add_argument(
+        "--shared-only", action="store_true", help="leave memories to migrate on first access"
+    )
+    migrate.set_defaults(run=_migrate)
+
+    schema = commands.add_parser("schema", help="print the GraphQL SDL")
+    schema.add_argument("--output", "-o", help="write to this file instead of stdout")
+    schema.set_defaults(run=_schema)
+
+    args = parser.parse_args(argv)
+    result: int = args.run(args)
+    return result
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,68 @@
+"""Rendering errors: stable ``extensions.code`` for expected ones, masking for the rest.
+
+Expected errors are :class:`~fortemi.platform.errors.FortemiError` (their code and message
+go to the caller) and GraphQL's own parse/validation errors. Anything else is a bug: the
+caller gets "Internal server error" with the request id, and the log gets the traceback
+under the same id, so an operator can grep for it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from graphql import GraphQLError
+
+from fortemi.platform.errors import FortemiError, Unauthenticated
+
+__all__ = ["render_error", "render_errors"]
+
+log = logging.getLogger("fortemi.graphql")
+
+
+def render_error(error: GraphQLError, request_id: str) -> GraphQLError:
+    original = error.original_error
+    if isinstance(original, FortemiError):
+        if isinstance(original, Unauthenticated):
+            log.info("unauthenticated [%s]: %s", request_id, original.reason)
+        extensions = {**original.extensions, "code": original.code}
+        return _with(error, original.message, extensions)
+    if original is None or isinstance(original, GraphQLError):
+        code = "GRAPHQL_VALIDATION_FAILED"
+        if error.message.startswith("Syntax Error"):
+            code = "GRAPHQL_PARSE_FAILED"
+        elif error.message.startswith("Variable '$"):
+            code = "BAD_USER_INPUT"
+        return _with(error, error.message, {**(error.extensions or {}), "code": code})
+    log.error(
+        "unexpected error [%s] at %s",
+        request_id,
+        error.path,
+        exc_info=(type(original), original, original.__traceback__),
+    )
+    message = f"Internal server error (request id {request_id})"
+    return _with(error, message, {"code": "INTERNAL_SERVER_ERROR", "requestId": request_id})
+
+
+def _with(error: GraphQLError, message: str, extensions: dict[str, object]) -> GraphQLError:
+    return GraphQLError(
+        message,
+        nodes=error.nodes,
+        source=error.source,
+        positions=error.positions,
+        path=error.path,
+        original_error=None,
+        extensions=extensions,
+    )
+
+
+def render_errors(result: Any, context: Any) -> Any:
+    """Render ``result.errors`` in place (idempotent) and return ``result``."""
+    errors = getattr(result, "errors", None)
+    if errors:
+        request_id = getattr(context, "request_id", "-")
+        result.errors = [
+            error if "code" in (error.extensions or {}) else render_error(error, request_id)
+            for error in errors
+        ]
+    return result

@@ -1,0 +1,3 @@
+from fortemi.graphql.notes.resolvers import NoteMutation, NoteQuery
+
+__all__ = ["NoteMutation", "NoteQuery"]

@@ -1,0 +1,203 @@
+"""GraphQL output types for notes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import strawberry
+from strawberry.scalars import JSON
+
+from fortemi.graphql.relay import to_global_id
+from fortemi.platform import notes as model
+
+__all__ = [
+    "Node",
+    "Note",
+    "NoteConnection",
+    "NoteDiff",
+    "NoteEdge",
+    "NoteVersion",
+    "PageInfo",
+    "UpsertExternalNoteResult",
+    "UpsertExternalNotesPayload",
+    "UpsertOutcome",
+]
+
+
+@strawberry.interface(description="An object with a global id, resolvable through node(id)")
+class Node:
+    id: strawberry.ID
+
+
+@strawberry.type(description="A note: the unit of knowledge in a memory")
+class Note(Node):
+    title: str
+    content: str
+    format: str
+    source: str | None
+    metadata: JSON
+    tags: list[str]
+    collection: str | None
+    project: str | None
+    starred: bool
+    archived: bool
+    deleted: bool
+    deleted_at: datetime | None
+    version: int = strawberry.field(description="Current version; 1 is the original")
+    content_hash: str = strawberry.field(description="blake3 of the current content")
+    external_source: str | None
+    external_id: str | None
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_model(cls, note: model.Note) -> Note:
+        return cls(
+            id=strawberry.ID(to_global_id("Note", note.id)),
+            title=note.title,
+            content=note.content,
+            format=note.format,
+            source=note.source,
+            metadata=note.metadata,
+            tags=list(note.tags),
+            collection=note.collection,
+            project=note.project,
+            starred=note.starred,
+            archived=note.archived,
+            deleted=note.deleted,
+            deleted_at=note.deleted_at,
+            version=note.version,
+            content_hash=note.content_hash,
+            external_source=note.external_source,
+            external_id=note.external_id,
+            created_at=note.created_at,
+            updated_at=note.updated_at,
+        )
+
+
+@strawberry.type(description="One recorded state of a note")
+class NoteVersion:
+    version: int
+    title: str
+    content: str
+    format: str
+    metadata: JSON
+    tags: list[str]
+    content_hash: str
+    created_at: datetime
+    created_by: str | None
+
+    @classmethod
+    def from_model(cls, version: model.NoteVersion) -> NoteVersion:
+        return cls(
+            version=version.version,
+            title=version.title,
+            content=version.content,
+            format=version.format,
+            metadata=version.metadata,
+            tags=list(version.tags),
+            content_hash=version.content_hash,
+            created_at=version.created_at,
+            created_by=version.created_by,
+        )
+
+
+@strawberry.type(description="A unified diff between two versions of a note")
+class NoteDiff:
+    from_version: int
+    to_version: int
+    unified: str
+    additions: int
+    deletions: int
+
+    @classmethod
+    def from_model(cls, diff: model.NoteDiff) -> NoteDiff:
+        return cls(
+            from_version=diff.from_version,
+            to_version=diff.to_version,
+            unified=diff.unified,
+            additions=diff.additions,
+            deletions=diff.deletions,
+        )
+
+
+@strawberry.type
+class PageInfo:
+    has_next_page: bool
+    has_previous_page: bool
+    start_cursor: str | None
+    end_cursor: str | None
+
+
+@strawberry.type
+class NoteEdge:
+    cursor: str
+    node: Note
+
+
+@strawberry.type
+class NoteConnection:
+    edges: list[NoteEdge]
+    page_info: PageInfo
+    _count: strawberry.Private[Any]
+
+    @strawberry.field(description="Notes matching the filter, over all pages")
+    async def total_count(self) -> int:
+        count: int = await self._count()
+        return count
+
+    @classmethod
+    def from_page(cls, page: model.Page[model.Note], count: Any) -> NoteConnection:
+        edges = [NoteEdge(cursor=cursor, node=Note.from_model(note)) for cursor, note in page.items]
+        return cls(
+            edges=edges,
+            page_info=PageInfo(
+                has_next_page=page.has_next_page,
+                has_previous_page=False,
+                start_cursor=edges[0].cursor if edges else None,
+                end_cursor=page.end_cursor,
+            ),
+            _count=count,
+        )
+
+
+UpsertOutcome = strawberry.enum(
+    model.UpsertOutcome, description="What happened to one item of an upsert"
+)
+
+
+@strawberry.type
+class UpsertExternalNoteResult:
+    external_id: str
+    outcome: UpsertOutcome
+    note: Note
+
+
+@strawberry.type
+class UpsertExternalNotesPayload:
+    results: list[UpsertExternalNoteResult]
+    created: int
+    updated: int
+    unchanged: int
+    conflicts: int
+
+    @classmethod
+    def from_results(cls, results: list[model.UpsertResult]) -> UpsertExternalNotesPayload:
+        def tally(outcome: model.UpsertOutcome) -> int:
+            return sum(1 for r in results if r.outcome is outcome)
+
+        return cls(
+            results=[
+                UpsertExternalNoteResult(
+                    external_id=r.external_id,
+                    outcome=r.outcome,
+                    note=Note.from_model(r.note),
+                )
+                for r in results
+            ],
+            created=tally(model.UpsertOutcome.CREATED),
+            updated=tally(model.UpsertOutcome.UPDATED),
+            unchanged=tally(model.UpsertOutcome.UNCHANGED),
+            conflicts=tally(model.UpsertOutcome.CONFLICT),
+        )

@@ -1,0 +1,46 @@
+"""Relay global object identifiers: ``base64url("Type:local-id")``.
+
+A global id names a type and a local id, never a memory: it resolves only inside the
+memory of the request that presents it, so an id copied from another memory finds nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from uuid import UUID
+
+from fortemi.platform.errors import BadUserInput
+
+__all__ = ["from_global_id", "parse_note_id", "to_global_id"]
+
+
+def to_global_id(type_name: str, local_id: str | UUID) -> str:
+    raw = f"{type_name}:{local_id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def from_global_id(global_id: str) -> tuple[str, str]:
+    try:
+        padded = global_id + "=" * (-len(global_id) % 4)
+        type_name, _, local_id = base64.urlsafe_b64decode(padded).decode().partition(":")
+    except (binascii.Error, UnicodeDecodeError, ValueError) as exc:
+        raise BadUserInput(f"{global_id[:80]!r} is not a valid id", field="id") from exc
+    if not type_name or not local_id:
+        raise BadUserInput(f"{global_id[:80]!r} is not a valid id", field="id")
+    return type_name, local_id
+
+
+def parse_note_id(value: str) -> UUID:
+    """A note's id, given as its global id or as its bare UUID."""
+    try:
+        return UUID(value)
+    except ValueError:
+        pass
+    type_name, local_id = from_global_id(value)
+    if type_name != "Note":
+        raise BadUserInput(f"Expected a Note id, got a {type_name} id", field="id")
+    try:
+        return UUID(local_id)
+    except ValueError as exc:
+        raise BadUserInput(f"{value[:80]!r} is not a valid note id", field="id") from exc

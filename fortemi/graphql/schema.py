@@ -1,0 +1,85 @@
+"""The Strawberry schema and its security extensions (OWASP's GraphQL controls)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
+from functools import partial
+from typing import Any
+
+import strawberry
+from graphql import GraphQLError
+from strawberry.extensions import (
+    DisableIntrospection,
+    MaxAliasesLimiter,
+    MaxTokensLimiter,
+    ParserCache,
+    QueryDepthLimiter,
+    SchemaExtension,
+    ValidationCache,
+)
+from strawberry.tools import merge_types
+from strawberry.types import ExecutionContext, ExecutionResult
+
+from fortemi.graphql.errors import render_errors
+from fortemi.graphql.memories import MemoryMutation, MemoryQuery
+from fortemi.graphql.notes import NoteMutation, NoteQuery
+from fortemi.graphql.notes.types import Note
+from fortemi.graphql.principal import PrincipalQuery
+from fortemi.platform.settings import Settings
+
+__all__ = ["build_schema", "print_sdl"]
+
+Query = merge_types("Query", (PrincipalQuery, MemoryQuery, NoteQuery))
+Mutation = merge_types("Mutation", (MemoryMutation, NoteMutation))
+
+
+class FortemiSchema(strawberry.Schema):
+    """Renders every result's errors in one place: HTTP (``execute``) and WebSocket (``stream``).
+
+    Not an extension: parse errors leave strawberry's extension lifecycle as exceptions, so
+    an ``on_operation`` hook would never see them.
+    """
+
+    def process_errors(
+        self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
+    ) -> None:
+        # render_error logs what deserves a log line (unexpected errors, with the request
+        # id); strawberry's default would log every expected NOT_FOUND as an error.
+        return None
+
+    async def execute(self, *args: Any, **kwargs: Any) -> ExecutionResult:
+        result = await super().execute(*args, **kwargs)
+        return render_errors(result, kwargs.get("context_value"))  # type: ignore[no-any-return]
+
+    async def stream(self, *args: Any, **kwargs: Any) -> Any:
+        source = await super().stream(*args, **kwargs)
+        context = kwargs.get("context_value")
+
+        async def rendered() -> AsyncIterator[Any]:
+            async with aclosing(source):
+                async for result in source:
+                    yield render_errors(result, context)
+
+        return rendered()
+
+
+def build_schema(settings: Settings) -> strawberry.Schema:
+    # Factories, not instances: strawberry builds fresh extensions per operation. The caches
+    # are shared across instances (keyed by size) and bounded.
+    extensions: list[Callable[[], SchemaExtension]] = [
+        # The token limit bounds the parser's work; depth and aliases are checked in
+        # validation, before any resolver runs.
+        partial(MaxTokensLimiter, max_token_count=settings.max_query_tokens),
+        partial(QueryDepthLimiter, max_depth=settings.max_query_depth),
+        partial(MaxAliasesLimiter, max_alias_count=settings.max_aliases),
+        partial(ParserCache, maxsize=settings.graphql_cache_size),
+        partial(ValidationCache, maxsize=settings.graphql_cache_size),
+    ]
+    if settings.is_production and not settings.graphql_introspection:
+        extensions.append(DisableIntrospection)
+    return FortemiSchema(query=Query, mutation=Mutation, types=[Note], extensions=extensions)
+
+
+def print_sdl(schema: Any) -> str:
+    return str(schema.as_str()).rstrip() + "\n"

@@ -1,0 +1,136 @@
+"""The GraphQL endpoint: authentication at the transport, then Strawberry.
+
+HTTP: every POST carries ``Authorization: Bearer <jwt>``; a missing or invalid token is
+answered with HTTP 401, ``WWW-Authenticate`` and a GraphQL-shaped error body before the
+operation is even parsed. GET serves only the GraphiQL page (outside production): queries
+over GET are off, so no operation can ride on a link or a cross-site ``<img>``.
+
+WebSocket (``graphql-transport-ws`` only): the token and memory come in the
+``connection_init`` payload; a bad token closes the socket with 4403 before any operation.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import uuid
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+from starlette.websockets import WebSocket
+from strawberry.asgi import GraphQL
+from strawberry.exceptions import ConnectionRejectionError
+from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
+
+from fortemi.auth.principal import Principal
+from fortemi.auth.tokens import bearer_token
+from fortemi.graphql.context import Context
+from fortemi.platform.errors import Unauthenticated
+
+if TYPE_CHECKING:
+    import strawberry
+
+    from fortemi.runtime import Runtime
+
+__all__ = ["GraphQLView"]
+
+log = logging.getLogger(__name__)
+
+MEMORY_HEADER = "x-fortemi-memory"
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{8,64}")
+
+
+def _request_id(headers: Any) -> str:
+    given = headers.get("x-request-id")
+    return given if given and _REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
+
+
+def _unauthenticated_response(exc: Unauthenticated, request_id: str) -> Response:
+    body = {
+        "data": None,
+        "errors": [
+            {"message": exc.message, "extensions": {"code": exc.code, "requestId": request_id}}
+        ],
+    }
+    return Response(
+        json.dumps(body),
+        status_code=401,
+        media_type="application/json",
+        headers={
+            "WWW-Authenticate": 'Bearer realm="fortemi", error="invalid_token"',
+            "X-Request-Id": request_id,
+        },
+    )
+
+
+class GraphQLView(GraphQL[Context, None]):
+    def __init__(self, schema: strawberry.Schema, runtime: Runtime) -> None:
+        settings = runtime.settings
+        super().__init__(
+            schema,
+            graphql_ide=None if settings.is_production else "graphiql",
+            allow_queries_via_get=False,
+            keep_alive=True,
+            keep_alive_interval=15,
+            subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL,),
+            connection_init_wait_timeout=timedelta(seconds=10),
+            max_subscriptions_per_connection=settings.ws_max_subscriptions,
+        )
+        self.runtime = runtime
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            request = Request(scope)
+            request_id = _request_id(request.headers)
+            try:
+                principal = await self.runtime.tokens.validate(
+                    bearer_token(request.headers.get("authorization"))
+                )
+            except Unauthenticated as exc:
+                # The reason is for the operator; the caller learns only that it failed.
+                log.info("rejected request %s: %s", request_id, exc.reason)
+                await _unauthenticated_response(exc, request_id)(scope, receive, send)
+                return
+            state = scope.setdefault("state", {})
+            state["principal"] = principal
+            state["request_id"] = request_id
+        await super().__call__(scope, receive, send)
+
+    def decode_json(self, data: str | bytes) -> object:
+        if isinstance(data, bytes):
+            try:
+                data = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                # Strawberry turns JSONDecodeError into a 400; invalid UTF-8 would be a 500.
+                raise json.JSONDecodeError("request body is not valid UTF-8", "", 0) from exc
+        return json.loads(data)
+
+    async def get_context(self, request: Request | WebSocket, response: Any) -> Context:
+        principal: Principal | None = getattr(request.state, "principal", None)
+        request_id = getattr(request.state, "request_id", None) or _request_id(request.headers)
+        return Context(
+            runtime=self.runtime,
+            request=request,
+            request_id=request_id,
+            response=response,
+            principal=principal,
+            memory_name=request.headers.get(MEMORY_HEADER),
+        )
+
+    async def on_ws_connect(self, context: Context) -> None:
+        params = context.connection_params or {}
+        header = params.get("authorization") or params.get("Authorization")
+        try:
+            context.principal = await self.runtime.tokens.validate(
+                bearer_token(header if isinstance(header, str) else None)
+            )
+        except Unauthenticated as exc:
+            log.info("rejected websocket %s: %s", context.request_id, exc.reason)
+            raise ConnectionRejectionError from exc
+        memory = params.get(MEMORY_HEADER) or params.get("X-Fortemi-Memory")
+        if memory is not None:
+            context.memory_name = str(memory)

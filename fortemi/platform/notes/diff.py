@@ -1,0 +1,184 @@
+"""Comparing notes: states for change detection, versions for a readable diff.
+
+A note's *state* is a :class:`NoteDraft` holding every field a caller can set. The
+*versioned* fields (title, content, format, metadata, tags) are history: changing one makes
+a new version. The *attributes* (collection, project, starred, archived) are organisation:
+changing one updates the note in place, without a version, because a version is a state of
+the text a reader might want back, and refiling a note does not change its text.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import replace
+from decimal import Decimal
+from typing import Any
+
+import blake3
+
+from fortemi.platform.notes.models import (
+    UNSET,
+    ChangePolicy,
+    ExternalItem,
+    Note,
+    NoteDraft,
+    NotePatch,
+    NoteVersion,
+)
+
+__all__ = [
+    "VERSIONED_FIELDS",
+    "apply_item",
+    "apply_patch",
+    "content_hash",
+    "json_equal",
+    "same_state",
+    "state_of",
+    "unified_diff",
+    "versioned_change",
+    "with_version",
+]
+
+VERSIONED_FIELDS = ("title", "content", "format", "metadata", "tags")
+_ATTRIBUTES = ("collection", "project", "starred", "archived")
+_ITEM_FIELDS = ("title", "content", "format", "metadata", "tags", "collection", "project")
+_DEFAULTS = NoteDraft()
+
+
+def content_hash(content: str) -> str:
+    return "blake3:" + blake3.blake3(content.encode("utf-8")).hexdigest()
+
+
+def state_of(note: Note) -> NoteDraft:
+    """The state of a stored note: every field a caller can set."""
+    return NoteDraft(
+        title=note.title,
+        content=note.content,
+        format=note.format,
+        source=note.source,
+        metadata=note.metadata,
+        tags=note.tags,
+        collection=note.collection,
+        project=note.project,
+        starred=note.starred,
+        archived=note.archived,
+    )
+
+
+def with_version(state: NoteDraft, version: NoteVersion) -> NoteDraft:
+    """``state`` with the versioned fields of ``version`` (attributes are not history)."""
+    return replace(state, **{name: getattr(version, name) for name in VERSIONED_FIELDS})
+
+
+def apply_patch(state: NoteDraft, patch: NotePatch) -> NoteDraft:
+    """``state`` with the fields ``patch`` sends; UNSET fields keep their value."""
+    sent = {
+        name: getattr(patch, name)
+        for name in (*VERSIONED_FIELDS, *_ATTRIBUTES)
+        if getattr(patch, name) is not UNSET
+    }
+    return replace(state, **sent)
+
+
+def apply_item(state: NoteDraft, item: ExternalItem, policy: ChangePolicy) -> NoteDraft:
+    """The state ``item`` would give a note now in ``state``.
+
+    Under REPLACE an omitted field falls back to its default; otherwise it keeps its value.
+    Starred and archived belong to the note's readers, not the external source, and never
+    change here.
+    """
+    values: dict[str, Any] = {}
+    for name in _ITEM_FIELDS:
+        value = getattr(item, name)
+        if value is UNSET:
+            if policy is not ChangePolicy.REPLACE:
+                continue
+            value = getattr(_DEFAULTS, name)
+        values[name] = value
+    return replace(state, **values)
+
+
+def json_equal(a: object, b: object) -> bool:
+    """Equality as jsonb sees it: numbers by decimal value, booleans apart from numbers.
+
+    Python's ``==`` says ``True == 1``; jsonb says they differ. jsonb stores numbers as
+    ``numeric`` (so ``1e20`` comes back as an integer), which is compared here by the
+    decimal the JSON encoder would have written.
+    """
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return _decimal(a) == _decimal(b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+def _decimal(number: int | float) -> Decimal:
+    return Decimal(number) if isinstance(number, int) else Decimal(repr(number))
+
+
+def versioned_change(old: NoteDraft, new: NoteDraft) -> bool:
+    """Whether going from ``old`` to ``new`` changes a versioned field."""
+    return (
+        old.title != new.title
+        or old.content != new.content
+        or old.format != new.format
+        or old.tags != new.tags
+        or not json_equal(old.metadata, new.metadata)
+    )
+
+
+def same_state(old: NoteDraft, new: NoteDraft) -> bool:
+    return not versioned_change(old, new) and all(
+        getattr(old, name) == getattr(new, name) for name in (*_ATTRIBUTES, "source")
+    )
+
+
+def _lines(text: str) -> list[str]:
+    """Lines split at ``\\n`` only (str.splitlines also splits at \\r, \\f, U+2028...)."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def _section(old: str, new: str, old_label: str, new_label: str) -> tuple[list[str], int, int]:
+    a, b = _lines(old), _lines(new)
+    out: list[str] = []
+    for line in difflib.unified_diff(a, b, old_label, new_label):
+        if line.endswith("\n"):
+            out.append(line)
+        else:  # the last line of a text without a final newline, as GNU diff shows it
+            out.extend((line + "\n", "\\ No newline at end of file\n"))
+    # The same matcher unified_diff uses, so the counts agree with the hunks shown.
+    additions = deletions = 0
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b).get_opcodes():
+        if tag != "equal":
+            deletions += i2 - i1
+            additions += j2 - j1
+    return out, additions, deletions
+
+
+def unified_diff(old: NoteVersion, new: NoteVersion) -> tuple[str, int, int]:
+    """A unified diff of title then content: (text, added lines, deleted lines).
+
+    The title and the content are diffed as two files, ``vN/title`` and ``vN/content``,
+    so a title change never shifts the content's line numbers. Identical → ("", 0, 0).
+    """
+    text: list[str] = []
+    additions = deletions = 0
+    for name in ("title", "content"):
+        lines, added, deleted = _section(
+            getattr(old, name),
+            getattr(new, name),
+            f"v{old.version}/{name}",
+            f"v{new.version}/{name}",
+        )
+        text.extend(lines)
+        additions += added
+        deletions += deleted
+    return "".join(text), additions, deletions

@@ -1,0 +1,360 @@
+"""Note operations: create, read, list, change with history, delete, and import.
+
+History: ``note_version`` holds every state of a note's versioned fields (title, content,
+format, metadata, tags); version 1 is the note as created, ``note.version`` is the latest,
+and ``note_original`` keeps the first content forever. Changing only an attribute
+(collection, project, starred, archived) updates the note and ``updated_at`` without a
+version (see :mod:`fortemi.platform.notes.diff`). A change that changes nothing is not
+written at all, so replays and retries are free of side effects.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+from uuid import UUID, uuid4
+
+from fortemi.platform.database import Connection, Database
+from fortemi.platform.errors import BadUserInput, Conflict, NotFound
+from fortemi.platform.notes.cursor import decode_cursor, encode_cursor
+from fortemi.platform.notes.diff import (
+    apply_item,
+    apply_patch,
+    content_hash,
+    same_state,
+    state_of,
+    unified_diff,
+    versioned_change,
+    with_version,
+)
+from fortemi.platform.notes.models import (
+    ChangePolicy,
+    ExternalItem,
+    Note,
+    NoteDiff,
+    NoteDraft,
+    NoteFilter,
+    NotePatch,
+    NoteVersion,
+    Page,
+    UpsertOutcome,
+    UpsertResult,
+)
+from fortemi.platform.notes.repository import NoteInsert, NoteRepository, NoteWrite
+from fortemi.platform.notes.validation import (
+    validate_batch,
+    validate_draft,
+    validate_filter,
+    validate_patch,
+)
+
+__all__ = ["DEFAULT_PAGE_SIZE", "NoteService"]
+
+DEFAULT_PAGE_SIZE = 20
+_MAX_VERSION = 2**31 - 1  # note_version.version is an integer column
+
+
+def _not_found(note_id: UUID) -> NotFound:
+    return NotFound(f"Note {note_id} does not exist in this memory", note_id=str(note_id))
+
+
+def _no_version(note_id: UUID, version: int) -> NotFound:
+    return NotFound(
+        f"Note {note_id} has no version {version}", note_id=str(note_id), version=version
+    )
+
+
+def _is_version_number(version: int) -> bool:
+    return (
+        not isinstance(version, bool)
+        and isinstance(version, int)
+        and (1 <= version <= _MAX_VERSION)
+    )
+
+
+def _next_write(current: Note, target: NoteDraft, actor: str | None) -> NoteWrite | None:
+    """The write that takes ``current`` to ``target``; None when nothing would change."""
+    old = state_of(current)
+    if same_state(old, target):
+        return None
+    versioned = versioned_change(old, target)
+    return NoteWrite(
+        id=current.id,
+        state=target,
+        version=current.version + 1 if versioned else current.version,
+        content_hash=(
+            current.content_hash if target.content == old.content else content_hash(target.content)
+        ),
+        new_version=versioned,
+        actor=actor,
+    )
+
+
+def _decide(
+    current: Note, item: ExternalItem, policy: ChangePolicy, actor: str | None
+) -> tuple[UpsertOutcome, NoteWrite | None]:
+    """What an upsert item does to the note it matches, and the write it needs."""
+    if current.deleted:
+        # Someone deleted the note here; re-creating or silently editing it would undo
+        # that decision, so the caller is told instead, whatever the policy.
+        return UpsertOutcome.CONFLICT, None
+    write = _next_write(current, apply_item(state_of(current), item, policy), actor)
+    if write is None:
+        return UpsertOutcome.UNCHANGED, None
+    if policy is ChangePolicy.CONFLICT:
+        return UpsertOutcome.CONFLICT, None
+    return UpsertOutcome.UPDATED, write
+
+
+class NoteService:
+    """The notes of a memory.
+
+    Every method validates its input before any SQL and then runs in exactly one
+    ``Database.memory_transaction(memory)``. Errors: :class:`NotFound` (no such note or
+    version in this memory), :class:`Conflict` (the note is in the wrong state, or
+    ``expected_version`` is stale), :class:`BadUserInput` (input out of bounds).
+    """
+
+    def __init__(
+        self, db: Database, *, max_note_bytes: int, max_page_size: int, max_upsert_batch: int
+    ) -> None:
+        self._db = db
+        self._repo = NoteRepository()
+        self._max_note_bytes = max_note_bytes
+        self._max_page_size = max_page_size
+        self._max_upsert_batch = max_upsert_batch
+
+    # -- reads -----------------------------------------------------------------------------
+
+    async def get(self, memory: str, note_id: UUID) -> Note | None:
+        """The note, soft-deleted or not (``deleted_at`` tells); None if absent."""
+        async with self._db.memory_transaction(memory) as conn:
+            return await self._repo.get(conn, note_id)
+
+    async def list(
+        self, memory: str, *, first: int | None, after: str | None, filter: NoteFilter
+    ) -> Page[Note]:
+        """A page of notes, newest first (``created_at DESC, id DESC``).
+
+        ``first`` defaults to 20 and is capped at ``max_page_size``; 0 gives an empty page
+        (whose ``has_next_page`` still says whether notes follow). ``after`` is the cursor of
+        the last item of the previous page.
+        """
+        limit = self._page_size(first)
+        position = None if after is None else decode_cursor(after)
+        note_filter = validate_filter(filter)
+        async with self._db.memory_transaction(memory) as conn:
+            # One row more than asked tells whether another page follows.
+            notes = await self._repo.list(conn, note_filter, after=position, limit=limit + 1)
+        return Page(
+            items=[(encode_cursor(note.created_at, note.id), note) for note in notes[:limit]],
+            has_next_page=len(notes) > limit,
+        )
+
+    async def count(self, memory: str, filter: NoteFilter) -> int:
+        note_filter = validate_filter(filter)
+        async with self._db.memory_transaction(memory) as conn:
+            return await self._repo.count(conn, note_filter)
+
+    async def versions(self, memory: str, note_id: UUID) -> builtins.list[NoteVersion]:
+        """Every version of the note, ascending; empty when the note does not exist."""
+        async with self._db.memory_transaction(memory) as conn:
+            return await self._repo.versions(conn, note_id)
+
+    async def version(self, memory: str, note_id: UUID, version: int) -> NoteVersion | None:
+        if not _is_version_number(version):
+            return None
+        async with self._db.memory_transaction(memory) as conn:
+            return await self._repo.version(conn, note_id, version)
+
+    async def diff(
+        self, memory: str, note_id: UUID, from_version: int, to_version: int
+    ) -> NoteDiff:
+        """A unified diff of title and content from one version to another (either order)."""
+        for number in (from_version, to_version):
+            if not _is_version_number(number):
+                raise _no_version(note_id, number)
+        async with self._db.memory_transaction(memory) as conn:
+            old = await self._repo.version(conn, note_id, from_version)
+            new = await self._repo.version(conn, note_id, to_version)
+        if old is None:
+            raise _no_version(note_id, from_version)
+        if new is None:
+            raise _no_version(note_id, to_version)
+        text, additions, deletions = unified_diff(old, new)
+        return NoteDiff(note_id, from_version, to_version, text, additions, deletions)
+
+    # -- changes ---------------------------------------------------------------------------
+
+    async def create(self, memory: str, draft: NoteDraft, *, actor: str | None) -> Note:
+        """A new note at version 1, with its original and its first version."""
+        state = validate_draft(draft, max_note_bytes=self._max_note_bytes)
+        row = NoteInsert(
+            id=uuid4(), state=state, content_hash=content_hash(state.content), actor=actor
+        )
+        async with self._db.memory_transaction(memory) as conn:
+            return await self._repo.insert(conn, row)
+
+    async def update(
+        self, memory: str, note_id: UUID, patch: NotePatch, *, actor: str | None
+    ) -> Note:
+        """Apply ``patch``; a new version when a versioned field changes.
+
+        Concurrent updates of one note are serialised by a row lock, so none is lost. With
+        ``expected_version`` the update applies only to that version (else Conflict with
+        ``expected_version`` and ``current_version``). A deleted note must be restored first.
+        """
+        patch = validate_patch(patch, max_note_bytes=self._max_note_bytes)
+        async with self._db.memory_transaction(memory) as conn:
+            current = await self._live(conn, note_id)
+            expected = patch.expected_version
+            if expected is not None and expected != current.version:
+                raise Conflict(
+                    f"Note {note_id} is at version {current.version}, not {expected}; "
+                    "read it again and reapply your change",
+                    note_id=str(note_id),
+                    expected_version=expected,
+                    current_version=current.version,
+                )
+            return await self._change(conn, current, apply_patch(state_of(current), patch), actor)
+
+    async def restore_version(
+        self, memory: str, note_id: UUID, version: int, *, actor: str | None
+    ) -> Note:
+        """A new version whose versioned fields are those of ``version``.
+
+        Attributes (collection, project, starred, archived) are not history and keep their
+        current value. When the note already equals that version nothing is written.
+        """
+        async with self._db.memory_transaction(memory) as conn:
+            current = await self._live(conn, note_id)
+            old = (
+                await self._repo.version(conn, note_id, version)
+                if _is_version_number(version)
+                else None
+            )
+            if old is None:
+                raise _no_version(note_id, version)
+            return await self._change(conn, current, with_version(state_of(current), old), actor)
+
+    async def delete(self, memory: str, note_id: UUID, *, actor: str | None) -> Note:
+        """Soft-delete: the note stays readable by id and restorable; repeating is a no-op."""
+        async with self._db.memory_transaction(memory) as conn:
+            note = await self._repo.soft_delete(conn, note_id, actor)
+            if note is None:
+                note = await self._repo.get(conn, note_id)
+        if note is None:
+            raise _not_found(note_id)
+        return note
+
+    async def restore(self, memory: str, note_id: UUID, *, actor: str | None) -> Note:
+        """Undo a soft delete; restoring a live note returns it unchanged."""
+        async with self._db.memory_transaction(memory) as conn:
+            note = await self._repo.restore(conn, note_id, actor)
+            if note is None:
+                note = await self._repo.get(conn, note_id)
+        if note is None:
+            raise _not_found(note_id)
+        return note
+
+    async def purge(self, memory: str, note_id: UUID) -> None:
+        """Remove a soft-deleted note with its original and versions, for good."""
+        async with self._db.memory_transaction(memory) as conn:
+            if await self._repo.purge(conn, note_id):
+                return
+            exists = await self._repo.get(conn, note_id) is not None
+        if not exists:
+            raise _not_found(note_id)
+        raise Conflict(
+            f"Note {note_id} is not deleted; delete it first, then purge it",
+            note_id=str(note_id),
+        )
+
+    async def upsert_external(
+        self,
+        memory: str,
+        source: str,
+        items: Sequence[ExternalItem],
+        on_change: ChangePolicy,
+        *,
+        actor: str | None,
+    ) -> builtins.list[UpsertResult]:
+        """Create or update the notes ``source`` knows by external id, as one transaction.
+
+        All items are validated first; one bad item rejects the batch and nothing is
+        written. Per item: absent → CREATED (``source`` is also its ``source``); present and
+        equal to what the item would make → UNCHANGED; changed → UPDATED under VERSION
+        (omitted fields keep their value) or REPLACE (omitted fields reset to defaults), or
+        CONFLICT under CONFLICT. A soft-deleted match is always CONFLICT. Results are in
+        item order; a CONFLICT or UNCHANGED result carries the note as it is.
+        """
+        source, checked = validate_batch(
+            source, items, max_note_bytes=self._max_note_bytes, max_batch=self._max_upsert_batch
+        )
+        policy = _policy(on_change)
+        external_ids = [item.external_id for item in checked]
+        outcomes: builtins.list[tuple[str, UpsertOutcome, Note | UUID]] = []
+        inserts: builtins.list[NoteInsert] = []
+        writes: builtins.list[NoteWrite] = []
+        async with self._db.memory_transaction(memory) as conn:
+            await self._repo.lock_external(conn, source, external_ids)
+            existing = await self._repo.find_external(conn, source, external_ids)
+            for item in checked:
+                current = existing.get(item.external_id)
+                if current is None:
+                    state = apply_item(NoteDraft(source=source), item, ChangePolicy.REPLACE)
+                    insert = NoteInsert(
+                        id=uuid4(),
+                        state=state,
+                        content_hash=content_hash(state.content),
+                        actor=actor,
+                        external_source=source,
+                        external_id=item.external_id,
+                    )
+                    inserts.append(insert)
+                    outcomes.append((item.external_id, UpsertOutcome.CREATED, insert.id))
+                    continue
+                outcome, write = _decide(current, item, policy, actor)
+                if write is not None:
+                    writes.append(write)
+                outcomes.append((item.external_id, outcome, current if write is None else write.id))
+            await self._repo.insert_many(conn, inserts)
+            await self._repo.write_many(conn, writes)
+            written = [row.id for row in inserts] + [row.id for row in writes]
+            stored = await self._repo.get_many(conn, written) if written else {}
+        return [
+            UpsertResult(external_id, outcome, note if isinstance(note, Note) else stored[note])
+            for external_id, outcome, note in outcomes
+        ]
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _page_size(self, first: int | None) -> int:
+        if first is None:
+            return min(DEFAULT_PAGE_SIZE, self._max_page_size)
+        if isinstance(first, bool) or not isinstance(first, int) or first < 0:
+            raise BadUserInput("first must be zero or a positive integer", field="first")
+        return min(first, self._max_page_size)
+
+    async def _live(self, conn: Connection, note_id: UUID) -> Note:
+        """The note, locked for update; NotFound if absent, Conflict if soft-deleted."""
+        note = await self._repo.get(conn, note_id, lock=True)
+        if note is None:
+            raise _not_found(note_id)
+        if note.deleted:
+            raise Conflict(f"Note {note_id} is deleted; restore it first", note_id=str(note_id))
+        return note
+
+    async def _change(
+        self, conn: Connection, current: Note, target: NoteDraft, actor: str | None
+    ) -> Note:
+        write = _next_write(current, target, actor)
+        return current if write is None else await self._repo.write(conn, write)
+
+
+def _policy(on_change: ChangePolicy | str) -> ChangePolicy:
+    try:
+        return ChangePolicy(on_change)
+    except ValueError as exc:
+        choices = ", ".join(policy.value for policy in ChangePolicy)
+        raise BadUserInput(f"on_change must be one of {choices}", field="on_change") from exc

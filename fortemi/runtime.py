@@ -1,0 +1,125 @@
+"""The runtime: every long-lived object a server or worker process needs, built at the edge.
+
+One :class:`Runtime` per process, opened after the backing services are reachable and
+closed on shutdown. It is passed explicitly (the GraphQL context carries it); nothing reads
+it from a global.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import redis.asyncio as redis
+from starlette.applications import Starlette
+
+from fortemi.auth import build_token_validator
+from fortemi.auth.access import AccessPolicy, InterimAccessPolicy
+from fortemi.auth.local_issuer import LocalIssuer
+from fortemi.auth.tokens import TokenValidator
+from fortemi.platform.database import Database
+from fortemi.platform.embedded import ServiceUrls
+from fortemi.platform.memories import MemoryService
+from fortemi.platform.memories.service import DEFAULT_MEMORY
+from fortemi.platform.migrations import Migrations
+from fortemi.platform.notes import NoteService
+from fortemi.platform.settings import Settings
+
+__all__ = ["Runtime"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    db: Database
+    redis: redis.Redis
+    migrations: Migrations
+    memories: MemoryService
+    notes: NoteService
+    tokens: TokenValidator
+    access: AccessPolicy
+    issuer: LocalIssuer | None
+    http: httpx.AsyncClient
+
+    @classmethod
+    async def open(cls, settings: Settings, urls: ServiceUrls) -> Runtime:
+        """Connect, apply shared migrations, make sure a default memory exists."""
+        migrations = Migrations(settings.migrations_dir)
+        db = await Database.connect(
+            urls.database,
+            min_size=settings.db_pool_min,
+            max_size=settings.db_pool_max,
+            statement_timeout_ms=settings.db_statement_timeout_ms,
+        )
+        try:
+            await migrations.migrate_shared(db)
+            memories = MemoryService(db, migrations)
+            await memories.ensure(DEFAULT_MEMORY, default=True)
+        except BaseException:
+            await db.close()
+            raise
+        issuer: LocalIssuer | None = None
+        if settings.uses_local_issuer:
+            issuer = LocalIssuer.load_or_create(
+                settings.home, settings.issuer, settings.oidc_audience
+            )
+            # The local issuer's discovery document and JWKS are real endpoints (also
+            # mounted on the public app); the validator reaches them in-process, through
+            # the same discovery + JWKS code path a remote identity provider goes through.
+            transport: httpx.AsyncBaseTransport = httpx.ASGITransport(
+                app=Starlette(routes=issuer.routes())
+            )
+            http = httpx.AsyncClient(
+                transport=transport, timeout=settings.oidc_http_timeout_seconds
+            )
+        else:
+            http = httpx.AsyncClient(
+                timeout=settings.oidc_http_timeout_seconds, follow_redirects=False
+            )
+        return cls(
+            settings=settings,
+            db=db,
+            redis=redis.Redis.from_url(urls.redis),
+            migrations=migrations,
+            memories=memories,
+            notes=NoteService(
+                db,
+                max_note_bytes=settings.max_note_bytes,
+                max_page_size=settings.max_page_size,
+                max_upsert_batch=settings.max_upsert_batch,
+            ),
+            tokens=build_token_validator(settings, http),
+            access=InterimAccessPolicy(),
+            issuer=issuer,
+            http=http,
+        )
+
+    async def close(self) -> None:
+        await self.http.aclose()
+        await self.redis.aclose()
+        await self.db.close()
+
+    async def readiness(self) -> dict[str, Any]:
+        """Check each backing service; a failing one is reported, never raised."""
+
+        async def database() -> str:
+            await self.db.fetchval("SELECT 1")
+            return "ok"
+
+        async def broker() -> str:
+            await self.redis.ping()
+            return "ok"
+
+        checks: dict[str, Any] = {}
+        for name, check in (("postgres", database), ("redis", broker)):
+            try:
+                checks[name] = await asyncio.wait_for(check(), timeout=2.0)
+            except Exception as exc:  # noqa: BLE001 - a readiness probe reports, never raises
+                log.warning("readiness check %s failed: %s", name, type(exc).__name__)
+                checks[name] = f"unavailable: {type(exc).__name__}"
+        return checks

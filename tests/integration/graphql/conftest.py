@@ -1,0 +1,123 @@
+"""The real app over the session's PostgreSQL and Redis, reached through real HTTP clients."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Protocol
+
+import httpx
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+
+from fortemi.app import create_app
+from fortemi.auth.local_issuer import LocalIssuer
+from fortemi.platform.embedded import ServiceUrls
+from fortemi.platform.settings import Settings
+from fortemi.runtime import Runtime
+
+
+@pytest.fixture(scope="session")
+async def runtime(settings: Settings, service_urls: ServiceUrls) -> AsyncIterator[Runtime]:
+    rt = await Runtime.open(settings, service_urls)
+    yield rt
+    await rt.close()
+
+
+@pytest.fixture(scope="session")
+def app(runtime: Runtime) -> Starlette:
+    return create_app(runtime)
+
+
+@pytest.fixture(scope="session")
+def issuer(runtime: Runtime) -> LocalIssuer:
+    assert runtime.issuer is not None
+    return runtime.issuer
+
+
+@pytest.fixture
+async def client(app: Starlette) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://fortemi.test") as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def admin_token(issuer: LocalIssuer) -> str:
+    return issuer.mint("root", roles=["admin"])
+
+
+@pytest.fixture(scope="session")
+def user_token(issuer: LocalIssuer) -> str:
+    return issuer.mint("alice", groups=["data-team"], roles=["editor"])
+
+
+class GraphQLCall(Protocol):
+    def __call__(
+        self,
+        query: str,
+        variables: dict[str, Any] | None = None,
+        *,
+        token: str | None = ...,
+        memory: str | None = ...,
+    ) -> Awaitable[dict[str, Any]]: ...
+
+
+@pytest.fixture
+def gql(client: httpx.AsyncClient, user_token: str, memory: str) -> GraphQLCall:
+    """POST one operation as alice (editor) in the test's own memory; returns the JSON body."""
+
+    async def call(
+        query: str,
+        variables: dict[str, Any] | None = None,
+        *,
+        token: str | None = user_token,
+        memory: str | None = memory,
+    ) -> dict[str, Any]:
+        headers = {}
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        if memory is not None:
+            headers["X-Fortemi-Memory"] = memory
+        response = await client.post(
+            "/graphql", json={"query": query, "variables": variables or {}}, headers=headers
+        )
+        body: dict[str, Any] = response.json()
+        return body
+
+    return call
+
+
+def error_codes(body: dict[str, Any]) -> list[str]:
+    return [e.get("extensions", {}).get("code") for e in body.get("errors") or []]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="session")
+async def live_server(app: Starlette) -> AsyncIterator[str]:
+    """The same app served by uvicorn on a loopback port, in the session's event loop."""
+    port = _free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="off", log_level="warning")
+    server = uvicorn.Server(config)
+    # pytest owns SIGINT; uvicorn must not capture it for the length of the session.
+    server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign]
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.02)
+    yield f"127.0.0.1:{port}"
+    server.should_exit = True
+    await task
+
+
+CreateNote = Callable[..., Awaitable[dict[str, Any]]]

@@ -1,0 +1,425 @@
+"""TokenValidator end to end: tokens minted by the provider double, keys fetched over HTTP."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jwt
+import pytest
+from cryptography.hazmat.primitives import serialization
+
+from fortemi.auth import build_token_validator
+from fortemi.auth.tokens import TokenValidator
+from tests.support.oidc_double import OidcProviderDouble, SigningKey, b64url, compact
+
+from .helpers import AUDIENCE, ManualClock, refused, settings_for, validator_for
+
+NOW = 1_700_000_000.0
+
+
+@pytest.fixture
+def validator(idp: OidcProviderDouble, http: httpx.AsyncClient, tmp_path: Path) -> TokenValidator:
+    return validator_for(idp, http, tmp_path)
+
+
+@pytest.fixture
+def at_now(idp: OidcProviderDouble, http: httpx.AsyncClient, tmp_path: Path) -> TokenValidator:
+    """A validator whose token clock stands at NOW, with the default 30 s leeway."""
+    return validator_for(idp, http, tmp_path, now=ManualClock(NOW))
+
+
+def payload_of(token: str) -> dict[str, Any]:
+    return jwt.decode(token, options={"verify_signature": False})
+
+
+# -- the happy path --------------------------------------------------------------------
+
+
+async def test_authentik_access_token_becomes_a_principal(
+    idp: OidcProviderDouble, validator: TokenValidator
+) -> None:
+    token = idp.access_token(
+        "9c4b1e7f0d2a",
+        groups=["authentik Admins", "editors"],
+        claims={"roles": ["admin"], "permissions": ["notes:read", "notes:write"]},
+    )
+    claims = payload_of(token)
+
+    principal = await validator.validate(token)
+
+    assert principal.sub == "9c4b1e7f0d2a"
+    assert principal.groups == {"authentik Admins", "editors"}
+    assert principal.roles == {"admin"}
+    assert principal.has_role("admin")
+    assert principal.permissions == {"notes:read", "notes:write"}
+    assert principal.issuer == idp.issuer
+    assert principal.client_id == idp.client_id
+    assert principal.token_id == claims["jti"]
+    assert principal.expires_at == datetime.fromtimestamp(claims["exp"], UTC)
+
+
+async def test_es256_token_validates_once_the_provider_rotates_to_an_ec_key(
+    idp: OidcProviderDouble, validator: TokenValidator
+) -> None:
+    idp.rotate("EC")
+
+    principal = await validator.validate(idp.access_token("ec-user"))
+
+    assert principal.sub == "ec-user"
+
+
+async def test_token_signed_by_a_key_no_longer_published_is_refused(
+    idp: OidcProviderDouble, validator: TokenValidator
+) -> None:
+    retired = idp.signing_key
+    idp.rotate(keep_old=False)
+
+    with refused("no signing key"):
+        await validator.validate(idp.access_token(key=retired))
+
+
+async def test_token_with_a_tampered_payload_is_refused(
+    idp: OidcProviderDouble, validator: TokenValidator
+) -> None:
+    token = idp.access_token("alice")
+    header, _, signature = token.split(".")
+    forged = b64url(json.dumps({**payload_of(token), "sub": "root"}).encode())
+
+    with refused("Signature verification failed"):
+        await validator.validate(f"{header}.{forged}.{signature}")
+
+
+async def test_build_token_validator_trusts_the_configured_issuer(
+    idp: OidcProviderDouble, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    validator = build_token_validator(settings_for(tmp_path, idp.issuer), http)
+
+    assert (await validator.validate(idp.access_token("bob"))).sub == "bob"
+
+
+def test_build_token_validator_refuses_a_plain_http_external_issuer(
+    http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    with pytest.raises(ValueError, match="https"):
+        build_token_validator(settings_for(tmp_path, "http://auth.example.com/o/x/"), http)
+
+
+# -- algorithms: fixed by the server, bound to the key (RFC 8725 §3.1) -------------------
+
+
+@pytest.mark.parametrize("alg", ["none", "None", "NONE"])
+@pytest.mark.parametrize("signature", [b"", b"anything"])
+async def test_unsigned_alg_none_token_is_refused_before_any_key_fetch(
+    idp: OidcProviderDouble, validator: TokenValidator, alg: str, signature: bytes
+) -> None:
+    header = {"alg": alg, "kid": idp.signing_key.kid, "typ": "JWT"}
+    token = compact(header, payload_of(idp.access_token()), lambda _: signature)
+
+    with refused("not allowed"):
+        await validator.validate(token)
+    assert idp.jwks_requests == 0
+
+
+@pytest.mark.parametrize("alg", ["HS256", "HS384", "HS512"])
+async def test_hmac_token_is_refused(
+    idp: OidcProviderDouble, validator: TokenValidator, alg: str
+) -> None:
+    digest = {"HS256": hashlib.sha256, "HS384": hashlib.sha384, "HS512": hashlib.sha512}[alg]
+    header = {"alg": alg, "kid": idp.signing_key.kid, "typ": "JWT"}
+    token = compact(
+        header,
+        payload_of(idp.access_token()),
+        lambda data: hmac.new(b"shared-secret", data, digest).digest(),
+    )
+
+    with refused("not allowed"):
+        await validator.validate(token)
+
+
+def _rsa_public_pem(key: SigningKey) -> bytes:
+    return key.private_key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+
+
+async def test_hs256_token_keyed_with_the_rsa_public_key_pem_is_refused(
+    idp: OidcProviderDouble, validator: TokenValidator
+) -> None:
+    # The classic alg-confusion forgery: the public key, read as an HMAC secret, is known
+    # to everyone; a verifier that lets the token pick the algorithm accepts it.
+    pem = _rsa_public_pem(idp.signing_key)
+    header = {"alg": "HS256", "kid": idp.signing_key.kid, "typ": "JWT"}
+    claims = payload_of(idp.access_token())
+    token = compact(header, claims, lambda data: hmac.new(pem, data, hashlib.sha256).digest())
+
+    with refused("not allowed"):
+        await validator.validate(token)
+
+
+async def test_key_binding_refuses_hs256_even_when_past_the_allow_list(
+    idp: OidcProviderDouble, http: httpx.AsyncClient, validator: TokenValidator
+) -> None:
+    # Defence in depth behind the allow-list: the key itself only verifies RS256.
+    pem = _rsa_public_pem(idp.signing_key)
+    header = {"alg": "HS256", "kid": idp.signing_key.kid, "typ": "JWT"}
+    claims = payload_of(idp.access_token())
+    token = compact(header, claims, lambda data: hmac.new(pem, data, hashlib.sha256).digest())
+    key = await validator._jwks.get_signing_key(idp.signing_key.kid)
+
+    with refused("does not match its key's RS256"):
+        validator.validate_signature(token, key, "HS256")
+
+
+async def test_alg_other_than_the_keys_own_is_refused(
+    idp: OidcProviderDouble, validator: TokenValidator
+) -> None:
+    # PS256 by the very RSA key, but the key set binds that key to RS256.
+    token = idp.access_token(headers={"alg": "PS256"})
+
+    with refused("PS256 does not match its key's RS256"):
+        await validator.validate(token)
+
+
+async def test_ec_signature_presented_under_an_rsa_kid_is_refused(
+    idp: OidcProviderDouble, validator: TokenValidator
+) -> None:
+    attacker = SigningKey.generate("EC")
+    token = idp.access_token(key=attacker, headers={"kid": idp.signing_key.kid})
+
+    with refused("ES256 does not match its key's RS256"):
+        await validator.validate(token)
+
+
+async def test_alg_outside_the_configured_allow_list_is_refused(
+    idp: OidcProviderDouble, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    validator = validator_for(idp, http, tmp_path, OIDC_ALGORITHMS="ES256,EdDSA")
+
+    with refused("'RS256' is not allowed"):
+        await validator.validate(idp.access_token())
+
+
+# -- headers the verifier must not obey --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "extra", [{"crit": ["b64"], "b64": True}, {"crit": ["exp"], "exp": 1}, {"crit": "b64"}]
+)
+async def test_token_with_a_crit_header_is_refused(
+    idp: OidcProviderDouble, validator: TokenValidator, extra: dict[str, Any]
+) -> None:
+    with refused("crit"):
+        await validator.validate(idp.access_token(headers=extra))
+
+
+@pytest.mark.parametrize("named", ["providers-kid", "own-kid", "no-kid"])
+async def test_key_embedded_in_the_token_header_is_never_used(
+    idp: OidcProviderDouble, validator: TokenValidator, named: str
+) -> None:
+    attacker = SigningKey.generate("RSA")
+    kid = {"providers-kid": idp.signing_key.kid, "own-kid": attacker.kid, "no-kid": None}[named]
+    headers = {"kid": kid, "jwk": attacker.public_jwk()}
+    token = idp.access_token(key=attacker, headers=headers)
+
+    with refused("Signature verification failed|no signing key"):
+        await validator.validate(token)
+
+
+async def test_jku_and_x5u_headers_are_never_fetched(
+    idp: OidcProviderDouble, validator: TokenValidator
+) -> None:
+    attacker = SigningKey.generate("RSA")
+    elsewhere = f"http://127.0.0.1:{idp.port}/attacker"
+    headers = {"jku": f"{elsewhere}/jwks.json", "x5u": f"{elsewhere}/cert.pem"}
+
+    with refused("no signing key"):
+        await validator.validate(idp.access_token(key=attacker, headers=headers))
+    assert idp.hits[f"{idp.path}jwks/"] == 1
+    assert not [path for path in idp.hits if path.startswith("/attacker")]
+
+
+# -- registered claims -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("claim", ["exp", "iat", "iss", "aud", "sub"])
+async def test_token_missing_a_required_claim_is_refused(
+    idp: OidcProviderDouble, validator: TokenValidator, claim: str
+) -> None:
+    with refused(f'missing the "{claim}" claim'):
+        await validator.validate(idp.access_token(drop=[claim]))
+
+
+@pytest.mark.parametrize(
+    "iss", ["https://evil.example.com/application/o/fortemi/", "{issuer_without_slash}"]
+)
+async def test_token_from_another_issuer_is_refused(
+    idp: OidcProviderDouble, validator: TokenValidator, iss: str
+) -> None:
+    iss = iss.format(issuer_without_slash=idp.issuer.rstrip("/"))
+
+    with refused("Invalid issuer"):
+        await validator.validate(idp.access_token(claims={"iss": iss}))
+
+
+@pytest.mark.parametrize("aud", ["another-app", ["another-app", "grafana"], []])
+async def test_token_for_another_audience_is_refused(
+    idp: OidcProviderDouble, validator: TokenValidator, aud: object
+) -> None:
+    with refused("[Aa]udience|aud"):
+        await validator.validate(idp.access_token(claims={"aud": aud}))
+
+
+async def test_audience_list_containing_ours_is_accepted(
+    idp: OidcProviderDouble, validator: TokenValidator
+) -> None:
+    token = idp.access_token(claims={"aud": ["grafana", AUDIENCE]})
+
+    assert (await validator.validate(token)).sub
+
+
+@pytest.mark.parametrize("sub", ["", 42, ["a"]])
+async def test_token_whose_sub_is_not_a_non_empty_string_is_refused(
+    idp: OidcProviderDouble, validator: TokenValidator, sub: object
+) -> None:
+    with refused("[Ss]ub"):
+        await validator.validate(idp.access_token(claims={"sub": sub}))
+
+
+@pytest.mark.parametrize(
+    ("claims", "reason"),
+    [
+        ({"exp": NOW - 30}, "expired"),
+        ({"exp": NOW - 3600}, "expired"),
+        ({"nbf": NOW + 31}, "not valid yet"),
+        ({"iat": NOW + 31}, "issued in the future"),
+    ],
+)
+async def test_token_outside_its_validity_beyond_the_leeway_is_refused(
+    idp: OidcProviderDouble, at_now: TokenValidator, claims: dict[str, Any], reason: str
+) -> None:
+    with refused(reason):
+        await at_now.validate(idp.access_token(now=NOW, claims=claims))
+
+
+@pytest.mark.parametrize("claims", [{"exp": NOW - 29}, {"nbf": NOW + 30}, {"iat": NOW + 30}])
+async def test_token_within_the_leeway_is_accepted(
+    idp: OidcProviderDouble, at_now: TokenValidator, claims: dict[str, Any]
+) -> None:
+    assert (await at_now.validate(idp.access_token(now=NOW, claims=claims))).sub
+
+
+@pytest.mark.parametrize(
+    ("claims", "reason"),
+    [
+        ({"exp": "tomorrow"}, "exp is not a NumericDate"),
+        ({"exp": True}, "exp is not a NumericDate"),
+        ({"exp": float("inf")}, "exp is not a finite NumericDate"),
+        ({"exp": 10**30}, "exp is out of range"),
+        ({"iat": "yesterday"}, "iat is not a NumericDate"),
+        ({"nbf": [NOW]}, "nbf is not a NumericDate"),
+    ],
+)
+async def test_token_with_a_malformed_date_is_refused(
+    idp: OidcProviderDouble, at_now: TokenValidator, claims: dict[str, Any], reason: str
+) -> None:
+    with refused(reason):
+        await at_now.validate(idp.access_token(now=NOW, claims=claims))
+
+
+# -- access token, not ID token (RFC 9068) ------------------------------------------------
+
+
+@pytest.mark.parametrize("typ", ["at+jwt", "application/at+jwt", "JWT", "jwt", "AT+JWT", None])
+async def test_token_typed_as_an_access_token_or_untyped_is_accepted(
+    idp: OidcProviderDouble, validator: TokenValidator, typ: str | None
+) -> None:
+    assert (await validator.validate(idp.access_token(headers={"typ": typ}))).sub
+
+
+@pytest.mark.parametrize("typ", ["JWE", "dpop+jwt", "logout+jwt", "secevent+jwt", 1, ["JWT"]])
+async def test_token_of_another_type_is_refused(
+    idp: OidcProviderDouble, validator: TokenValidator, typ: object
+) -> None:
+    with refused("not an access token"):
+        await validator.validate(idp.access_token(headers={"typ": typ}))
+
+
+async def test_authentik_id_token_is_refused(
+    idp: OidcProviderDouble, validator: TokenValidator
+) -> None:
+    # Same issuer, same keys, and aud is the client id, which is also our audience; azp
+    # is added so that only the ID-token markers can tell it apart.
+    id_token = idp.id_token(idp.access_token(), claims={"azp": idp.client_id})
+
+    with refused("ID token .*nonce, at_hash"):
+        await validator.validate(id_token)
+
+
+@pytest.mark.parametrize("marker", ["nonce", "at_hash", "c_hash"])
+async def test_token_carrying_an_id_token_marker_is_refused(
+    idp: OidcProviderDouble, validator: TokenValidator, marker: str
+) -> None:
+    with refused(f"ID token .*{marker}"):
+        await validator.validate(idp.access_token(claims={marker: "x"}))
+
+
+async def test_jwt_typed_token_without_azp_is_refused_when_azp_is_required(
+    idp: OidcProviderDouble, validator: TokenValidator
+) -> None:
+    with refused("no azp"):
+        await validator.validate(idp.access_token(drop=["azp"]))
+
+
+async def test_at_jwt_typed_token_without_azp_is_accepted(
+    idp: OidcProviderDouble, validator: TokenValidator
+) -> None:
+    principal = await validator.validate(idp.access_token(drop=["azp"], headers={"typ": "at+jwt"}))
+
+    assert principal.client_id is None
+
+
+async def test_token_without_azp_is_accepted_when_azp_is_not_required(
+    idp: OidcProviderDouble, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    validator = validator_for(idp, http, tmp_path, oidc_require_azp=False)
+
+    assert (await validator.validate(idp.access_token(drop=["azp"]))).client_id is None
+
+
+# -- claims to principal -------------------------------------------------------------------
+
+
+async def test_keycloak_style_nested_roles_and_scope_string_permissions_are_read(
+    idp: OidcProviderDouble, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    validator = validator_for(
+        idp,
+        http,
+        tmp_path,
+        OIDC_ROLES_CLAIM="realm_access.roles",
+        OIDC_PERMISSIONS_CLAIM="scope",
+    )
+    token = idp.access_token(
+        claims={"realm_access": {"roles": ["admin", "user"]}, "scope": "openid notes:read"}
+    )
+
+    principal = await validator.validate(token)
+
+    assert principal.roles == {"admin", "user"}
+    assert principal.permissions == {"openid", "notes:read"}
+
+
+async def test_claims_of_unexpected_shapes_become_empty_sets_not_errors(
+    idp: OidcProviderDouble, validator: TokenValidator
+) -> None:
+    token = idp.access_token(claims={"groups": 42, "roles": {"admin": True}}, drop=["permissions"])
+
+    principal = await validator.validate(token)
+
+    assert (principal.groups, principal.roles, principal.permissions) == (set(), set(), set())
