@@ -21,7 +21,7 @@ __all__ = ["main"]
 log = logging.getLogger("fortemi")
 
 
-class _Stop(Exception):  # noqa: N818 - a signal, not an error
+class _Stop(Exception):
     """Raised by our SIGINT/SIGTERM handler so ``finally`` blocks stop what we started."""
 
 
@@ -39,6 +39,10 @@ def _settings(**overrides: Any) -> Settings:
 def _logging(level: str) -> None:
     logging.basicConfig(
         level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    # pgserver logs every initdb/pg_ctl command line and its output at INFO.
+    logging.getLogger("pgserver").setLevel(
+        max(logging.WARNING, logging.getLevelName(level.upper()))
     )
 
 
@@ -92,7 +96,7 @@ async def _serve_async(settings: Settings, urls: Any) -> None:
 
 
 async def _banner(server: Any, runtime: Any) -> None:
-    while not server.started:
+    while not server.started:  # noqa: ASYNC110 - uvicorn exposes a flag, not an event
         await asyncio.sleep(0.05)
     settings = runtime.settings
     lines = [f"Fortemi GraphQL: {settings.base_url}/graphql"]
@@ -102,10 +106,17 @@ async def _banner(server: Any, runtime: Any) -> None:
         token = runtime.issuer.mint("admin", roles=["admin"], ttl=_ttl("24h"))
         lines.append("admin token (24h, role admin):")
         lines.append(f"token: {token}")
-        lines.append(
-            "mint more: fortemi token --sub alice --group platform-team --role editor --ttl 1h"
+        # Tokens name the issuer (this server's base URL): minting for a non-default
+        # host/port needs the same values.
+        defaults = Settings.model_fields
+        env = "".join(
+            f"FORTEMI_{name.upper()}={getattr(settings, name)} "
+            for name in ("host", "port")
+            if getattr(settings, name) != defaults[name].default
         )
-    print("\n".join(lines), flush=True)  # noqa: T201 - the console is the interface here
+        example = "--sub alice --group platform-team --role editor --ttl 1h"
+        lines.append(f"mint more: {env}fortemi token {example}")
+    print("\n".join(lines), flush=True)
 
 
 # -- token ------------------------------------------------------------------------------------
@@ -137,7 +148,7 @@ def _token(args: argparse.Namespace) -> int:
         permissions=args.permission,
         ttl=_ttl(args.ttl),
     )
-    print(token)  # noqa: T201
+    print(token)
     return 0
 
 
@@ -168,13 +179,13 @@ async def _migrate_async(settings: Settings, database_url: str, *, shared_only: 
     try:
         migrations = Migrations(settings.migrations_dir)
         applied = await migrations.migrate_shared(db)
-        print(f"shared: {len(applied)} migration(s) applied")  # noqa: T201
+        print(f"shared: {len(applied)} migration(s) applied")
         memories = MemoryService(db, migrations)
         await memories.ensure(DEFAULT_MEMORY, default=True)
         if not shared_only:
             for memory in await memories.list():
                 await memories.resolve(memory.name)
-            print(f"memories: all at template version {migrations.memory_version}")  # noqa: T201
+            print(f"memories: all at template version {migrations.memory_version}")
     finally:
         await db.close()
 

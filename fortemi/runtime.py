@@ -119,7 +119,7 @@ class Runtime:
         for name, check in (("postgres", database), ("redis", broker)):
             try:
                 checks[name] = await asyncio.wait_for(check(), timeout=2.0)
-            except Exception as exc:  # noqa: BLE001 - a readiness probe reports, never raises
+            except Exception as exc:
                 log.warning("readiness check %s failed: %s", name, type(exc).__name__)
                 checks[name] = f"unavailable: {type(exc).__name__}"
         return checks

@@ -42,7 +42,9 @@ def test_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def settings(service_urls: ServiceUrls, test_home: Path) -> Settings:
-    return Settings(home=test_home, DATABASE_URL=service_urls.database, REDIS_URL=service_urls.redis)
+    return Settings(
+        home=test_home, DATABASE_URL=service_urls.database, REDIS_URL=service_urls.redis
+    )
 
 
 @pytest.fixture(scope="session")

@@ -149,7 +149,7 @@ class OidcJwksSource:
         # Expired keys are still used when the refresh was merely postponed by the rate
         # limit, but not once the provider failed to answer: fail closed.
         if self._keys is None or (self._expired() and self._last_error is not None):
-            raise Unauthenticated(f"signing keys unavailable: {self._last_error}")
+            raise Unauthenticated(f"signing keys unavailable: {self._last_error or 'none yet'}")
         return self._keys
 
     async def _refresh(self) -> None:
@@ -193,11 +193,11 @@ class OidcJwksSource:
         jwks_uri = document.get("jwks_uri")
         if not isinstance(jwks_uri, str):
             raise Unauthenticated("discovery document has no jwks_uri")
-        try:
-            if self._enforce_https:
+        if self._enforce_https:
+            try:
                 check_issuer_url(jwks_uri)
-        except ValueError as exc:
-            raise Unauthenticated(f"jwks_uri refused: {exc}") from exc
+            except ValueError as exc:
+                raise Unauthenticated(f"jwks_uri refused: {exc}") from exc
         return jwks_uri
 
     async def _get_json(self, url: str, what: str) -> dict[str, Any]:

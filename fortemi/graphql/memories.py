@@ -54,16 +54,22 @@ class MemoryMutation:
     @strawberry.mutation(description="Create an empty memory (admin)")
     async def create_memory(self, info: Info, name: str) -> Memory:
         await info.context.authorize(Action.ADMIN, Resource.system())
-        created = await info.context.runtime.memories.create(name, created_by=info.context.caller.sub)
+        created = await info.context.runtime.memories.create(
+            name, created_by=info.context.caller.sub
+        )
         return Memory.from_model(created)
 
-    @strawberry.mutation(description="Delete a memory and everything in it; `confirm` repeats the name (admin)")
+    @strawberry.mutation(
+        description="Delete a memory and everything in it; `confirm` repeats the name (admin)"
+    )
     async def delete_memory(self, info: Info, name: str, confirm: str) -> bool:
         await info.context.authorize(Action.ADMIN, Resource.system())
         await info.context.runtime.memories.delete(name, confirm=confirm)
         return True
 
-    @strawberry.mutation(description="Make a memory the default for requests without X-Fortemi-Memory (admin)")
+    @strawberry.mutation(
+        description="Make a memory the default for requests without X-Fortemi-Memory (admin)"
+    )
     async def set_default_memory(self, info: Info, name: str) -> Memory:
         await info.context.authorize(Action.ADMIN, Resource.system())
         return Memory.from_model(await info.context.runtime.memories.set_default(name))

@@ -15,7 +15,7 @@ import logging
 import re
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeAlias, cast
 
 import asyncpg
 
@@ -25,7 +25,8 @@ __all__ = ["SCHEMA_PREFIX", "Connection", "Database", "memory_schema", "validate
 
 log = logging.getLogger(__name__)
 
-Connection = asyncpg.Connection
+# Pooled connections are proxies that behave as connections; code is typed against this.
+Connection: TypeAlias = "asyncpg.Connection[asyncpg.Record]"
 SCHEMA_PREFIX = "mem_"
 _MEMORY_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 
@@ -111,7 +112,7 @@ class Database:
         """A bare pooled connection for maintenance work (migrations, health checks)."""
         try:
             async with self._pool.acquire() as conn:
-                yield conn
+                yield cast(Connection, conn)
         except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
             translated = _translate(exc)
             if translated is None:

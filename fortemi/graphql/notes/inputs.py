@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import strawberry
 from strawberry.scalars import JSON
@@ -20,6 +20,7 @@ __all__ = [
     "UpsertExternalNotesInput",
 ]
 
+# Registers the platform enum as a GraphQL enum (strawberry.enum returns the same class).
 ChangePolicy = strawberry.enum(
     model.ChangePolicy, description="What an upsert does with an item whose note changed"
 )
@@ -30,14 +31,20 @@ def _given(value: Any, name: str, *, nullable: bool) -> Any:
     if value is strawberry.UNSET:
         return model.UNSET
     if value is None and not nullable:
-        raise BadUserInput(f"`{name}` cannot be null; omit it to keep the current value", field=name)
+        raise BadUserInput(
+            f"`{name}` cannot be null; omit it to keep the current value", field=name
+        )
     return value
 
 
 @strawberry.input(name="NoteFilter")
 class NoteFilterInput:
-    tags: list[str] | None = strawberry.field(default=None, description="Notes with all of these tags")
-    any_tags: list[str] | None = strawberry.field(default=None, description="Notes with any of these tags")
+    tags: list[str] | None = strawberry.field(
+        default=None, description="Notes with all of these tags"
+    )
+    any_tags: list[str] | None = strawberry.field(
+        default=None, description="Notes with any of these tags"
+    )
     project: str | None = None
     collection: str | None = None
     source: str | None = None
@@ -85,7 +92,8 @@ class CreateNoteInput:
             content=self.content,
             format=self.format,
             source=self.source,
-            metadata=self.metadata if self.metadata is not None else {},
+            # Not checked here: the service refuses non-object metadata with a clear error.
+            metadata=cast(dict[str, Any], self.metadata) if self.metadata is not None else {},
             tags=tuple(self.tags or ()),
             collection=self.collection,
             project=self.project,
@@ -154,4 +162,4 @@ class ExternalNoteInput:
 class UpsertExternalNotesInput:
     source: str = strawberry.field(description="The external system's namespace, e.g. 'jira'")
     items: list[ExternalNoteInput]
-    on_change: ChangePolicy = model.ChangePolicy.VERSION
+    on_change: model.ChangePolicy = model.ChangePolicy.VERSION

@@ -123,14 +123,18 @@ class NoteMutation:
     async def delete_note(self, info: Info, id: strawberry.ID) -> Note:
         note_id = parse_note_id(id)
         memory = await info.context.authorize_in_memory(Action.DELETE)
-        note = await info.context.runtime.notes.delete(memory, note_id, actor=info.context.caller.sub)
+        note = await info.context.runtime.notes.delete(
+            memory, note_id, actor=info.context.caller.sub
+        )
         return Note.from_model(note)
 
     @strawberry.mutation
     async def restore_note(self, info: Info, id: strawberry.ID) -> Note:
         note_id = parse_note_id(id)
         memory = await info.context.authorize_in_memory(Action.WRITE)
-        note = await info.context.runtime.notes.restore(memory, note_id, actor=info.context.caller.sub)
+        note = await info.context.runtime.notes.restore(
+            memory, note_id, actor=info.context.caller.sub
+        )
         return Note.from_model(note)
 
     @strawberry.mutation(description="Permanently remove a soft-deleted note and its history")

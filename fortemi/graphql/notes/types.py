@@ -59,7 +59,7 @@ class Note(Node):
             content=note.content,
             format=note.format,
             source=note.source,
-            metadata=note.metadata,
+            metadata=JSON(note.metadata),
             tags=list(note.tags),
             collection=note.collection,
             project=note.project,
@@ -95,7 +95,7 @@ class NoteVersion:
             title=version.title,
             content=version.content,
             format=version.format,
-            metadata=version.metadata,
+            metadata=JSON(version.metadata),
             tags=list(version.tags),
             content_hash=version.content_hash,
             created_at=version.created_at,
@@ -162,6 +162,7 @@ class NoteConnection:
         )
 
 
+# Registers the platform enum as a GraphQL enum (strawberry.enum returns the same class).
 UpsertOutcome = strawberry.enum(
     model.UpsertOutcome, description="What happened to one item of an upsert"
 )
@@ -170,7 +171,7 @@ UpsertOutcome = strawberry.enum(
 @strawberry.type
 class UpsertExternalNoteResult:
     external_id: str
-    outcome: UpsertOutcome
+    outcome: model.UpsertOutcome
     note: Note
 
 

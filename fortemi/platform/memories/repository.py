@@ -9,7 +9,7 @@ from fortemi.platform.memories.models import Memory
 
 __all__ = ["MemoryRepository"]
 
-_COLUMNS = "name, is_default, schema_version, created_at, created_by"
+_SELECT = "SELECT name, is_default, schema_version, created_at, created_by FROM public.memory"
 
 
 def _memory(row: asyncpg.Record) -> Memory:
@@ -23,17 +23,19 @@ def _memory(row: asyncpg.Record) -> Memory:
 
 
 class MemoryRepository:
-    async def get(self, conn: asyncpg.Connection, name: str, *, lock: bool = False) -> Memory | None:
-        query = f"SELECT {_COLUMNS} FROM public.memory WHERE name = $1"
-        row = await conn.fetchrow(query + (" FOR UPDATE" if lock else ""), name)
+    async def get(
+        self, conn: asyncpg.Connection, name: str, *, lock: bool = False
+    ) -> Memory | None:
+        suffix = " WHERE name = $1 FOR UPDATE" if lock else " WHERE name = $1"
+        row = await conn.fetchrow(_SELECT + suffix, name)
         return _memory(row) if row else None
 
     async def list(self, conn: asyncpg.Connection) -> list[Memory]:
-        rows = await conn.fetch(f"SELECT {_COLUMNS} FROM public.memory ORDER BY name")
+        rows = await conn.fetch(_SELECT + " ORDER BY name")
         return [_memory(row) for row in rows]
 
     async def default(self, conn: asyncpg.Connection) -> Memory | None:
-        row = await conn.fetchrow(f"SELECT {_COLUMNS} FROM public.memory WHERE is_default")
+        row = await conn.fetchrow(_SELECT + " WHERE is_default")
         return _memory(row) if row else None
 
     async def insert(self, conn: asyncpg.Connection, name: str, created_by: str | None) -> bool:

@@ -75,7 +75,9 @@ class MemoryService:
         async with self._db.shared_transaction() as conn:
             memory = await self._repo.default(conn)
         if memory is None:
-            raise NotFound("No default memory is set; call setDefaultMemory or send X-Fortemi-Memory")
+            raise NotFound(
+                "No default memory is set; call setDefaultMemory or send X-Fortemi-Memory"
+            )
         self._default = (memory.name, self._clock() + self._cache_seconds)
         return await self.resolve(memory.name)
 

@@ -12,11 +12,13 @@ row is stamped with the note's own ``updated_at`` so history and note agree exac
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
+
+import asyncpg
 
 from fortemi.platform.database import Connection
 from fortemi.platform.notes.models import Note, NoteDraft, NoteFilter, NoteVersion
@@ -165,7 +167,7 @@ class NoteWrite:
         )  # fmt: skip
 
 
-def _note(row: Mapping[str, Any]) -> Note:
+def _note(row: asyncpg.Record) -> Note:
     return Note(
         id=row["id"],
         title=row["title"],
@@ -188,7 +190,14 @@ def _note(row: Mapping[str, Any]) -> Note:
     )
 
 
-def _version(row: Mapping[str, Any]) -> NoteVersion:
+def _returned(row: asyncpg.Record | None) -> asyncpg.Record:
+    """The row a write RETURNING a row returned; its absence is a bug, not bad input."""
+    if row is None:
+        raise RuntimeError("a note write returned no row; the note was locked and must exist")
+    return row
+
+
+def _version(row: asyncpg.Record) -> NoteVersion:
     return NoteVersion(
         note_id=row["note_id"],
         version=row["version"],
@@ -256,8 +265,7 @@ class NoteRepository:
 
     async def insert(self, conn: Connection, note: NoteInsert) -> Note:
         """Insert a note with its original and its version 1."""
-        row = await conn.fetchrow(_INSERT, *note.args())
-        return _note(row)
+        return _note(_returned(await conn.fetchrow(_INSERT, *note.args())))
 
     async def insert_many(self, conn: Connection, notes: Sequence[NoteInsert]) -> None:
         if notes:
@@ -265,8 +273,7 @@ class NoteRepository:
 
     async def write(self, conn: Connection, note: NoteWrite) -> Note:
         """Store the next state of a note the caller has locked."""
-        row = await conn.fetchrow(_WRITE, *note.args())
-        return _note(row)
+        return _note(_returned(await conn.fetchrow(_WRITE, *note.args())))
 
     async def write_many(self, conn: Connection, notes: Sequence[NoteWrite]) -> None:
         if notes:

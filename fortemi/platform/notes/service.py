@@ -4,8 +4,9 @@ History: ``note_version`` holds every state of a note's versioned fields (title,
 format, metadata, tags); version 1 is the note as created, ``note.version`` is the latest,
 and ``note_original`` keeps the first content forever. Changing only an attribute
 (collection, project, starred, archived) updates the note and ``updated_at`` without a
-version (see :mod:`fortemi.platform.notes.diff`). A change that changes nothing is not
-written at all, so replays and retries are free of side effects.
+version (see :mod:`fortemi.platform.notes.diff`); so do soft delete and restore, which
+also stamp ``updated_at``/``updated_by``. A change that changes nothing is not written at
+all, so replays and retries are free of side effects.
 """
 
 from __future__ import annotations

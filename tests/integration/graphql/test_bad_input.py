@@ -26,7 +26,9 @@ async def test_nul_bytes_in_content_are_refused(gql: GraphQLCall) -> None:
     assert (await gql(COUNT))["data"]["notes"]["totalCount"] == 0
 
 
-async def test_lone_surrogates_are_refused(client: httpx.AsyncClient, user_token: str, memory: str) -> None:
+async def test_lone_surrogates_are_refused(
+    client: httpx.AsyncClient, user_token: str, memory: str
+) -> None:
     # JSON can carry an unpaired surrogate escape that is not valid Unicode text.
     raw = b'{"query": "mutation($c: String!) { createNote(input: {content: $c}) { id } }", "variables": {"c": "\\ud800"}}'
     response = await client.post(
@@ -93,3 +95,9 @@ async def test_null_for_a_required_update_field_is_explained(gql: GraphQLCall) -
 async def test_wrongly_typed_variable_is_bad_user_input(gql: GraphQLCall) -> None:
     body = await gql("query($n: Int) { notes(first: $n) { totalCount } }", {"n": "many"})
     assert error_codes(body) == ["BAD_USER_INPUT"]
+
+
+async def test_metadata_that_is_not_an_object_is_refused(gql: GraphQLCall) -> None:
+    body = await gql(CREATE, {"i": {"metadata": ["not", "an", "object"]}})
+    assert error_codes(body) == ["BAD_USER_INPUT"]
+    assert "metadata must be a JSON object" in body["errors"][0]["message"]

@@ -51,7 +51,10 @@ async def test_syntax_errors_have_a_stable_code(gql: GraphQLCall) -> None:
 
 
 async def test_unexpected_errors_are_masked_with_a_request_id(
-    gql: GraphQLCall, runtime: Runtime, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    gql: GraphQLCall,
+    runtime: Runtime,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     async def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("secret internals: password=hunter2")

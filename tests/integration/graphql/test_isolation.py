@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from fortemi.graphql.relay import from_global_id
 from fortemi.platform.memories import MemoryService
 from tests.integration.graphql.conftest import GraphQLCall, error_codes
 
@@ -27,22 +28,28 @@ async def test_note_in_one_memory_is_invisible_from_another(
         "{ id contentHash } }"
     )
     note_id = created["data"]["createNote"]["id"]
-    raw_uuid = __import__("base64").urlsafe_b64decode(note_id + "==").decode().split(":")[1]
-    await gql('mutation($id: ID!) { updateNote(id: $id, input: {content: "v2"}) { id } }', {"id": note_id})
+    raw_uuid = from_global_id(note_id)[1]
+    await gql(
+        'mutation($id: ID!) { updateNote(id: $id, input: {content: "v2"}) { id } }', {"id": note_id}
+    )
 
     async def in_b(query: str, **variables: object) -> dict[str, object]:
         return await gql(query, dict(variables), memory=other_memory)
 
     for an_id in (note_id, raw_uuid):
-        assert (await in_b("query($id: ID!) { note(id: $id) { id } }", id=an_id))["data"] == {"note": None}
-    assert (await in_b("query($id: ID!) { node(id: $id) { id } }", id=note_id))["data"] == {"node": None}
-    listed = await in_b("{ notes(filter: {tags: [\"t\"]}) { totalCount edges { node { id } } } }")
+        assert (await in_b("query($id: ID!) { note(id: $id) { id } }", id=an_id))["data"] == {
+            "note": None
+        }
+    assert (await in_b("query($id: ID!) { node(id: $id) { id } }", id=note_id))["data"] == {
+        "node": None
+    }
+    listed = await in_b('{ notes(filter: {tags: ["t"]}) { totalCount edges { node { id } } } }')
     assert listed["data"] == {"notes": {"totalCount": 0, "edges": []}}
     trash = await in_b("{ notes(filter: {deleted: true}) { totalCount } }")
     assert trash["data"] == {"notes": {"totalCount": 0}}
-    assert (await in_b("query($id: ID!) { noteVersion(id: $id, version: 1) { content } }", id=note_id))[
-        "data"
-    ] == {"noteVersion": None}
+    assert (
+        await in_b("query($id: ID!) { noteVersion(id: $id, version: 1) { content } }", id=note_id)
+    )["data"] == {"noteVersion": None}
     for query in (
         "query($id: ID!) { noteVersions(id: $id) { content } }",
         "query($id: ID!) { noteDiff(id: $id, fromVersion: 1, toVersion: 2) { unified } }",
@@ -56,5 +63,7 @@ async def test_note_in_one_memory_is_invisible_from_another(
         assert error_codes(body) == ["NOT_FOUND"], (query, body)
         assert "A only" not in str(body)
     # And the note in A is untouched by all of that.
-    still = await gql("query($id: ID!) { note(id: $id) { content version deleted } }", {"id": note_id})
+    still = await gql(
+        "query($id: ID!) { note(id: $id) { content version deleted } }", {"id": note_id}
+    )
     assert still["data"]["note"] == {"content": "v2", "version": 2, "deleted": False}

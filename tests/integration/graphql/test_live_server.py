@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 import websockets
@@ -50,7 +52,9 @@ async def test_websocket_operations_use_the_connection_init_token_and_memory(
     )
     async with Client(transport=transport) as session:
         me = await session.execute(gql("{ me { sub } }"))
-        created = await session.execute(gql('mutation { createNote(input: {title: "ws"}) { title } }'))
+        created = await session.execute(
+            gql('mutation { createNote(input: {title: "ws"}) { title } }')
+        )
         count = await session.execute(gql("{ notes { totalCount } }"))
     assert me == {"me": {"sub": "alice"}}
     assert created == {"createNote": {"title": "ws"}}
@@ -62,9 +66,10 @@ async def test_websocket_without_a_valid_token_is_closed_before_any_operation(
     live_server: str, payload: dict[str, str]
 ) -> None:
     async with websockets.connect(
-        f"ws://{live_server}/graphql", subprotocols=["graphql-transport-ws"]  # type: ignore[list-item]
+        f"ws://{live_server}/graphql",
+        subprotocols=["graphql-transport-ws"],  # type: ignore[list-item]
     ) as ws:
-        await ws.send('{"type": "connection_init", "payload": %s}' % __import__("json").dumps(payload))
+        await ws.send(json.dumps({"type": "connection_init", "payload": payload}))
         with pytest.raises(websockets.ConnectionClosed) as closed:
             await ws.recv()
     assert closed.value.rcvd is not None
@@ -73,7 +78,8 @@ async def test_websocket_without_a_valid_token_is_closed_before_any_operation(
 
 async def test_legacy_graphql_ws_protocol_is_refused(live_server: str) -> None:
     async with websockets.connect(
-        f"ws://{live_server}/graphql", subprotocols=["graphql-ws"]  # type: ignore[list-item]
+        f"ws://{live_server}/graphql",
+        subprotocols=["graphql-ws"],  # type: ignore[list-item]
     ) as ws:
         with pytest.raises(websockets.ConnectionClosed) as closed:
             await ws.recv()

@@ -25,28 +25,32 @@ async def test_admin_creates_lists_and_deletes_a_memory(gql: GraphQLCall, admin_
     listed = await gql("{ memories { name } }", token=admin_token)
     assert name in [m["name"] for m in listed["data"]["memories"]]
     refused = await gql(
-        "mutation($n: String!) { deleteMemory(name: $n, confirm: \"yes\") }",
+        'mutation($n: String!) { deleteMemory(name: $n, confirm: "yes") }',
         {"n": name},
         token=admin_token,
     )
     assert error_codes(refused) == ["BAD_USER_INPUT"]
     deleted = await gql(
-        "mutation($n: String!) { deleteMemory(name: $n, confirm: $n) }", {"n": name}, token=admin_token
+        "mutation($n: String!) { deleteMemory(name: $n, confirm: $n) }",
+        {"n": name},
+        token=admin_token,
     )
     assert deleted["data"]["deleteMemory"] is True
-    gone = await gql("query($n: String!) { memory(name: $n) { name } }", {"n": name}, token=admin_token)
+    gone = await gql(
+        "query($n: String!) { memory(name: $n) { name } }", {"n": name}, token=admin_token
+    )
     assert gone["data"]["memory"] is None
 
 
 async def test_creating_a_memory_without_the_admin_role_is_forbidden(gql: GraphQLCall) -> None:
-    body = await gql("mutation { createMemory(name: \"sneaky\") { name } }")
+    body = await gql('mutation { createMemory(name: "sneaky") { name } }')
     assert error_codes(body) == ["FORBIDDEN"]
-    check = await gql("{ memory(name: \"sneaky\") { name } }")
+    check = await gql('{ memory(name: "sneaky") { name } }')
     assert check["data"]["memory"] is None
 
 
 async def test_invalid_memory_name_is_bad_user_input(gql: GraphQLCall, admin_token: str) -> None:
-    body = await gql("mutation { createMemory(name: \"Bad-Name\") { name } }", token=admin_token)
+    body = await gql('mutation { createMemory(name: "Bad-Name") { name } }', token=admin_token)
     assert error_codes(body) == ["BAD_USER_INPUT"]
     assert "^[a-z][a-z0-9_]{0,39}$" in body["errors"][0]["message"]
 
@@ -85,10 +89,14 @@ async def test_requests_without_header_use_the_default_memory(
         )
 
 
-async def test_deleting_the_default_memory_is_a_conflict(gql: GraphQLCall, admin_token: str) -> None:
+async def test_deleting_the_default_memory_is_a_conflict(
+    gql: GraphQLCall, admin_token: str
+) -> None:
     listed = await gql("{ memories { name isDefault } }", token=admin_token)
     default = next(m["name"] for m in listed["data"]["memories"] if m["isDefault"])
     body = await gql(
-        "mutation($n: String!) { deleteMemory(name: $n, confirm: $n) }", {"n": default}, token=admin_token
+        "mutation($n: String!) { deleteMemory(name: $n, confirm: $n) }",
+        {"n": default},
+        token=admin_token,
     )
     assert error_codes(body) == ["CONFLICT"]

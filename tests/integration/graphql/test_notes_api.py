@@ -51,7 +51,8 @@ async def test_update_keeps_the_previous_content_as_a_version_and_diff_shows_it(
     )
     assert updated["data"]["updateNote"] == {"version": 2, "content": "line two\n"}
     versions = await gql(
-        "query($id: ID!) { noteVersions(id: $id) { version content contentHash } }", {"id": note["id"]}
+        "query($id: ID!) { noteVersions(id: $id) { version content contentHash } }",
+        {"id": note["id"]},
     )
     assert [(v["version"], v["content"]) for v in versions["data"]["noteVersions"]] == [
         (1, "line one\n"),
@@ -92,7 +93,9 @@ async def test_concurrent_updates_with_one_expected_version_let_exactly_one_win(
         "mutation($id: ID!, $c: String!) { updateNote(id: $id, "
         "input: {content: $c, expectedVersion: 1}) { version } }"
     )
-    results = await asyncio.gather(*(gql(query, {"id": note["id"], "c": f"v{i}"}) for i in range(4)))
+    results = await asyncio.gather(
+        *(gql(query, {"id": note["id"], "c": f"v{i}"}) for i in range(4))
+    )
     winners = [r for r in results if "errors" not in r]
     assert len(winners) == 1
     assert sorted(code for r in results for code in error_codes(r)) == ["CONFLICT"] * 3
@@ -100,13 +103,17 @@ async def test_concurrent_updates_with_one_expected_version_let_exactly_one_win(
 
 async def test_soft_delete_restore_and_purge(gql: GraphQLCall) -> None:
     note = await create(gql, title="doomed")
-    deleted = await gql("mutation($id: ID!) { deleteNote(id: $id) { deleted } }", {"id": note["id"]})
+    deleted = await gql(
+        "mutation($id: ID!) { deleteNote(id: $id) { deleted } }", {"id": note["id"]}
+    )
     assert deleted["data"]["deleteNote"]["deleted"] is True
     live = await gql("{ notes { totalCount } }")
     assert live["data"]["notes"]["totalCount"] == 0
     trash = await gql("{ notes(filter: {deleted: true}) { totalCount } }")
     assert trash["data"]["notes"]["totalCount"] == 1
-    restored = await gql("mutation($id: ID!) { restoreNote(id: $id) { deleted } }", {"id": note["id"]})
+    restored = await gql(
+        "mutation($id: ID!) { restoreNote(id: $id) { deleted } }", {"id": note["id"]}
+    )
     assert restored["data"]["restoreNote"]["deleted"] is False
     refused = await gql("mutation($id: ID!) { purgeNote(id: $id) }", {"id": note["id"]})
     assert error_codes(refused) == ["CONFLICT"]
@@ -149,7 +156,8 @@ async def test_filters_by_tag_project_and_starred(gql: GraphQLCall) -> None:
 
     async def titles(filter_: dict[str, Any]) -> list[str]:
         body = await gql(
-            "query($f: NoteFilter) { notes(filter: $f) { edges { node { title } } } }", {"f": filter_}
+            "query($f: NoteFilter) { notes(filter: $f) { edges { node { title } } } }",
+            {"f": filter_},
         )
         return sorted(e["node"]["title"] for e in body["data"]["notes"]["edges"])
 
@@ -164,16 +172,23 @@ async def test_upsert_external_notes_reports_each_outcome(gql: GraphQLCall) -> N
         "mutation($i: UpsertExternalNotesInput!) { upsertExternalNotes(input: $i) { "
         "created updated unchanged conflicts results { externalId outcome note { title version } } } }"
     )
-    items = [{"externalId": "J-1", "title": "one", "content": "c1"}, {"externalId": "J-2", "title": "two"}]
+    items = [
+        {"externalId": "J-1", "title": "one", "content": "c1"},
+        {"externalId": "J-2", "title": "two"},
+    ]
     first = await gql(mutation, {"i": {"source": "jira", "items": items}})
     assert first["data"]["upsertExternalNotes"]["created"] == 2
     replay = await gql(mutation, {"i": {"source": "jira", "items": items}})
     payload = replay["data"]["upsertExternalNotes"]
     assert [r["outcome"] for r in payload["results"]] == ["UNCHANGED", "UNCHANGED"]
     changed = [{"externalId": "J-1", "title": "one!", "content": "c1"}]
-    conflict = await gql(mutation, {"i": {"source": "jira", "items": changed, "onChange": "CONFLICT"}})
+    conflict = await gql(
+        mutation, {"i": {"source": "jira", "items": changed, "onChange": "CONFLICT"}}
+    )
     assert conflict["data"]["upsertExternalNotes"]["results"][0]["outcome"] == "CONFLICT"
-    versioned = await gql(mutation, {"i": {"source": "jira", "items": changed, "onChange": "VERSION"}})
+    versioned = await gql(
+        mutation, {"i": {"source": "jira", "items": changed, "onChange": "VERSION"}}
+    )
     result = versioned["data"]["upsertExternalNotes"]["results"][0]
     assert result["outcome"] == "UPDATED"
     assert result["note"] == {"title": "one!", "version": 2}

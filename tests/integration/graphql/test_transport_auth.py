@@ -64,7 +64,9 @@ async def test_expired_token_is_rejected(
 async def test_token_signed_by_another_key_is_rejected(
     client: httpx.AsyncClient, issuer: LocalIssuer
 ) -> None:
-    claims = jwt.decode(issuer.mint("mallory", roles=["admin"]), options={"verify_signature": False})
+    claims = jwt.decode(
+        issuer.mint("mallory", roles=["admin"]), options={"verify_signature": False}
+    )
     other_key = ec.generate_private_key(ec.SECP256R1())
     forged = jwt.encode(claims, other_key, algorithm="ES256", headers={"kid": issuer.kid})
     response = await client.post(

@@ -11,6 +11,7 @@ MAX_NOTE_BYTES = 4096
 MAX_PAGE_SIZE = 50
 MAX_UPSERT_BATCH = 10
 
+
 async def count_rows(db: Database, memory: str, table: str) -> int:
     """Rows in one of the memory's note tables, read behind the service's back."""
     assert table in {"note", "note_original", "note_version"}

@@ -61,6 +61,8 @@ async def test_create_then_get_returns_the_note_at_version_1_with_its_hash_and_o
         authors = await conn.fetchrow(
             "SELECT created_by, updated_by FROM note WHERE id = $1", created.id
         )
+    assert original is not None
+    assert authors is not None
     assert tuple(original) == ("Boil water. Añadir sal.", created.content_hash)
     assert tuple(authors) == ("alice", "alice")
     [first] = await notes.versions(memory, created.id)
@@ -122,6 +124,7 @@ async def test_update_keeps_the_original_content_and_hash(
         original = await conn.fetchrow(
             "SELECT content, content_hash FROM note_original WHERE note_id = $1", note.id
         )
+    assert original is not None
     assert tuple(original) == ("first", _hash("first"))
 
 
@@ -186,9 +189,7 @@ async def test_update_with_a_stale_expected_version_is_a_conflict_naming_both_ve
     note = await notes.create(memory, NoteDraft(content="v1"), actor=None)
     await notes.update(memory, note.id, NotePatch(content="v2"), actor=None)
     with pytest.raises(Conflict) as caught:
-        await notes.update(
-            memory, note.id, NotePatch(content="v3", expected_version=1), actor=None
-        )
+        await notes.update(memory, note.id, NotePatch(content="v3", expected_version=1), actor=None)
     assert caught.value.extensions["expected_version"] == 1
     assert caught.value.extensions["current_version"] == 2
     current = await notes.get(memory, note.id)

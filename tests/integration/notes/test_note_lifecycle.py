@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from uuid import uuid4
 
 import pytest
@@ -54,9 +55,7 @@ async def test_restore_brings_a_deleted_note_back_into_lists(
     assert [n.id for _, n in page.items] == [note.id]
 
 
-async def test_restoring_a_live_note_returns_it_unchanged(
-    notes: NoteService, memory: str
-) -> None:
+async def test_restoring_a_live_note_returns_it_unchanged(notes: NoteService, memory: str) -> None:
     note = await notes.create(memory, NoteDraft(), actor=None)
     assert await notes.restore(memory, note.id, actor=None) == note
 
@@ -65,11 +64,13 @@ async def test_restoring_a_live_note_returns_it_unchanged(
 async def test_lifecycle_operations_on_an_unknown_note_are_not_found(
     notes: NoteService, memory: str, operation: str
 ) -> None:
+    calls: dict[str, Callable[[], Awaitable[object]]] = {
+        "delete": lambda: notes.delete(memory, uuid4(), actor=None),
+        "restore": lambda: notes.restore(memory, uuid4(), actor=None),
+        "purge": lambda: notes.purge(memory, uuid4()),
+    }
     with pytest.raises(NotFound):
-        if operation == "purge":
-            await notes.purge(memory, uuid4())
-        else:
-            await getattr(notes, operation)(memory, uuid4(), actor=None)
+        await calls[operation]()
 
 
 async def test_purge_of_a_live_note_is_a_conflict_and_removes_nothing(

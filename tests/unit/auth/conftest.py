@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 
+from fortemi.auth.tokens import TokenValidator
 from tests.support.oidc_double import OidcProviderDouble
+
+from .helpers import validator_for
 
 
 @pytest.fixture(scope="session")
@@ -29,3 +33,9 @@ async def http() -> AsyncIterator[httpx.AsyncClient]:
     """A real HTTP client (no mock transport), closed after the test."""
     async with httpx.AsyncClient() as client:
         yield client
+
+
+@pytest.fixture
+def validator(idp: OidcProviderDouble, http: httpx.AsyncClient, tmp_path: Path) -> TokenValidator:
+    """A validator trusting the double, with default settings and the wall clock."""
+    return validator_for(idp, http, tmp_path)

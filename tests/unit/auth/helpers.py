@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import jwt
 import pytest
 
 from fortemi.auth.oidc import OidcJwksSource
@@ -44,9 +45,16 @@ class ManualClock:
         self.now += seconds
 
 
+def payload_of(token: str) -> dict[str, Any]:
+    """The claims of ``token``, unverified: a starting point for forgeries."""
+    claims: dict[str, Any] = jwt.decode(token, options={"verify_signature": False})
+    return claims
+
+
 def settings_for(home: Path, issuer: str, **overrides: Any) -> Settings:
     """Settings trusting ``issuer``; aliased fields (``OIDC_*``) are given by alias."""
-    return Settings(home=home, OIDC_ISSUER=issuer, OIDC_AUDIENCE=AUDIENCE, **overrides)
+    fields: dict[str, Any] = {"OIDC_ISSUER": issuer, "OIDC_AUDIENCE": AUDIENCE, **overrides}
+    return Settings(home=home, **fields)
 
 
 def jwks_source(

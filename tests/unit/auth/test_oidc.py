@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import uuid
+from pathlib import Path
 
 import httpx
 import pytest
@@ -15,7 +16,7 @@ from fortemi.auth.oidc import OidcJwksSource, check_issuer_url
 from fortemi.platform.errors import Unauthenticated
 from tests.support.oidc_double import OidcProviderDouble, SigningKey
 
-from .helpers import ManualClock, jwks_source, refused
+from .helpers import ManualClock, jwks_source, refused, validator_for
 
 
 async def test_discovery_then_key_set_are_fetched_once_and_cached(
@@ -155,23 +156,26 @@ async def test_unknown_kid_refetches_at_most_once_per_min_refresh_window(
     assert idp.jwks_requests == 2
 
 
-async def test_flood_of_random_kids_makes_at_most_one_request_per_window(
-    idp: OidcProviderDouble, http: httpx.AsyncClient
+async def test_flood_of_tokens_with_random_kids_makes_one_request_per_window(
+    idp: OidcProviderDouble, http: httpx.AsyncClient, tmp_path: Path
 ) -> None:
     clock = ManualClock()
-    source = jwks_source(idp, http, clock, min_refresh_seconds=30)
+    validator = validator_for(idp, http, tmp_path, clock=clock, min_refresh_seconds=30)
 
-    async def attempt() -> None:
-        with pytest.raises(Unauthenticated):
-            await source.get_signing_key(uuid.uuid4().hex)
+    async def flood() -> None:
+        async def attempt() -> None:
+            with refused("no signing key"):
+                await validator.validate(idp.access_token(headers={"kid": uuid.uuid4().hex}))
 
-    await asyncio.gather(*(attempt() for _ in range(100)))
+        await asyncio.gather(*(attempt() for _ in range(100)))
+
+    await flood()
     assert idp.jwks_requests == 1
     clock.advance(30)
-    await asyncio.gather(*(attempt() for _ in range(100)))
+    await flood()
     assert idp.jwks_requests == 2
     clock.advance(29)
-    await asyncio.gather(*(attempt() for _ in range(100)))
+    await flood()
     assert idp.jwks_requests == 2
 
 
@@ -191,19 +195,21 @@ async def test_concurrent_refetches_coalesce_into_one_request(
 
 
 async def test_key_rotated_in_at_the_provider_is_picked_up_after_the_window(
-    idp: OidcProviderDouble, http: httpx.AsyncClient
+    idp: OidcProviderDouble, http: httpx.AsyncClient, tmp_path: Path
 ) -> None:
     clock = ManualClock()
-    source = jwks_source(idp, http, clock, min_refresh_seconds=30)
-    await source.get_signing_key(idp.signing_key.kid)
-    new = idp.rotate("EC")
+    validator = validator_for(idp, http, tmp_path, clock=clock, min_refresh_seconds=30)
+    await validator.validate(idp.access_token("before"))
+    idp.rotate("EC")
+    token = idp.access_token("after")
 
     with refused("no signing key"):
-        await source.get_signing_key(new.kid)  # the fetch that opened the window was just now
+        await validator.validate(token)  # the fetch that opened the window was just now
     clock.advance(30)
-    key = await source.get_signing_key(new.kid)
+    principal = await validator.validate(token)
 
-    assert (key.key_id, key.algorithm_name) == (new.kid, "ES256")
+    assert principal.sub == "after"
+    assert idp.jwks_requests == 2
 
 
 async def test_missing_kid_is_accepted_when_the_set_holds_exactly_one_key(

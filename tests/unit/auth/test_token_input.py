@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 import base64
-from pathlib import Path
 
-import httpx
 import pytest
 
 from fortemi.auth.tokens import MAX_TOKEN_LENGTH, TokenValidator, bearer_token
 from tests.support.oidc_double import OidcProviderDouble, b64url
 
-from .helpers import refused, validator_for
-
-
-@pytest.fixture
-def validator(idp: OidcProviderDouble, http: httpx.AsyncClient, tmp_path: Path) -> TokenValidator:
-    return validator_for(idp, http, tmp_path)
+from .helpers import refused
 
 
 @pytest.mark.parametrize(

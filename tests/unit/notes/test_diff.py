@@ -1,0 +1,129 @@
+"""Note comparison: state changes, jsonb-like equality, unified diffs of versions."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from uuid import UUID
+
+import pytest
+
+from fortemi.platform.notes.diff import (
+    apply_item,
+    apply_patch,
+    json_equal,
+    same_state,
+    unified_diff,
+    versioned_change,
+)
+from fortemi.platform.notes.models import (
+    ChangePolicy,
+    ExternalItem,
+    NoteDraft,
+    NotePatch,
+    NoteVersion,
+)
+
+
+def _version(number: int, title: str, content: str) -> NoteVersion:
+    return NoteVersion(
+        note_id=UUID(int=1),
+        version=number,
+        title=title,
+        content=content,
+        format="markdown",
+        metadata={},
+        tags=(),
+        content_hash="",
+        created_at=datetime(2024, 1, 1, tzinfo=UTC),
+        created_by=None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "equal"),
+    [
+        (1, 1.0, True),
+        (10**20, 1e20, True),
+        (0.0, -0.0, True),
+        (True, 1, False),
+        (False, 0, False),
+        (None, 0, False),
+        ("1", 1, False),
+        ([1, 2], (1, 2), True),
+        ([1, 2], [2, 1], False),
+        ({"a": [1, {"b": True}]}, {"a": [1.0, {"b": True}]}, True),
+        ({"a": 1}, {"a": 1, "b": None}, False),
+        ({"a": {"b": 1}}, {"a": {"b": True}}, False),
+    ],
+)
+def test_json_equal_compares_as_jsonb_does(a: object, b: object, equal: bool) -> None:
+    assert json_equal(a, b) is equal
+    assert json_equal(b, a) is equal
+
+
+def test_only_text_fields_make_a_versioned_change() -> None:
+    base = NoteDraft(title="t", content="c", metadata={"k": 1}, tags=("x",))
+    for changed in (
+        NoteDraft(title="T", content="c", metadata={"k": 1}, tags=("x",)),
+        NoteDraft(title="t", content="c", metadata={"k": True}, tags=("x",)),
+        NoteDraft(title="t", content="c", metadata={"k": 1}, tags=("x", "y")),
+        NoteDraft(title="t", content="c", metadata={"k": 1}, tags=("x",), format="text"),
+    ):
+        assert versioned_change(base, changed)
+    moved = NoteDraft(title="t", content="c", metadata={"k": 1}, tags=("x",), starred=True)
+    assert not versioned_change(base, moved)
+    assert not same_state(base, moved)
+    assert same_state(base, NoteDraft(title="t", content="c", metadata={"k": 1.0}, tags=("x",)))
+
+
+def test_apply_patch_changes_only_the_sent_fields() -> None:
+    base = NoteDraft(title="t", content="c", collection="inbox", starred=True)
+    patched = apply_patch(base, NotePatch(content="d", collection=None))
+    assert patched == NoteDraft(title="t", content="d", collection=None, starred=True)
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        (ChangePolicy.VERSION, NoteDraft(title="t", content="new", tags=("x",), project="p")),
+        (ChangePolicy.CONFLICT, NoteDraft(title="t", content="new", tags=("x",), project="p")),
+        (ChangePolicy.REPLACE, NoteDraft(title="", content="new", tags=(), project=None)),
+    ],
+)
+def test_apply_item_fills_omitted_fields_by_policy(
+    policy: ChangePolicy, expected: NoteDraft
+) -> None:
+    base = NoteDraft(title="t", content="old", tags=("x",), project="p")
+    assert apply_item(base, ExternalItem("id", content="new"), policy) == expected
+
+
+def test_apply_item_never_touches_starred_archived_or_source() -> None:
+    base = NoteDraft(source="vault", starred=True, archived=True)
+    result = apply_item(base, ExternalItem("id"), ChangePolicy.REPLACE)
+    assert (result.source, result.starred, result.archived) == ("vault", True, True)
+
+
+def test_unified_diff_of_identical_text_is_empty() -> None:
+    assert unified_diff(_version(1, "t", "a\nb\n"), _version(2, "t", "a\nb\n")) == ("", 0, 0)
+
+
+def test_unified_diff_counts_changed_lines_not_hunk_headers() -> None:
+    # Lines that start with "++" or "--" must not be mistaken for diff headers.
+    text, added, deleted = unified_diff(
+        _version(1, "t", "keep\n-- old\n"), _version(2, "t", "keep\n++ new\n+++ newer\n")
+    )
+    assert (added, deleted) == (2, 1)
+    assert "+++ newer\n" in text
+    assert text.startswith("--- v1/content\n+++ v2/content\n")
+
+
+def test_unified_diff_shows_a_change_of_the_final_newline() -> None:
+    text, added, deleted = unified_diff(_version(1, "t", "a"), _version(2, "t", "a\n"))
+    assert (added, deleted) == (1, 1)
+    assert "\\ No newline at end of file\n" in text
+
+
+def test_unified_diff_splits_lines_only_at_newline() -> None:
+    text, added, deleted = unified_diff(_version(1, "t", "a\rb\n"), _version(2, "t", "a\rc\n"))
+    assert (added, deleted) == (1, 1)
+    assert "-a\rb\n" in text

@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from fortemi.platform.settings import Settings
+
+README = Path(__file__).resolve().parents[3] / "README.md"
+
+
+def _variable(name: str) -> str:
+    field = Settings.model_fields[name]
+    alias = field.validation_alias
+    return alias.choices[0] if alias is not None else f"FORTEMI_{name.upper()}"  # type: ignore[union-attr]
+
+
+def test_every_setting_is_documented_in_the_readme_table() -> None:
+    documented = set(re.findall(r"^\| `([A-Z_]+)` \|", README.read_text(encoding="utf-8"), re.M))
+    expected = {_variable(name) for name in Settings.model_fields}
+    assert expected - documented == set(), "settings missing from README's table"
+    assert documented - expected == set(), "README documents settings that do not exist"
+
+
+def test_standard_variables_are_read_without_prefix(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("DATABASE_URL", "postgresql://db.example/fortemi")
+    monkeypatch.setenv("OIDC_ISSUER", "https://auth.example/application/o/fortemi/")
+    monkeypatch.setenv("OIDC_GROUPS_CLAIM", "ak_groups")
+    monkeypatch.setenv("FORTEMI_PORT", "9000")
+    settings = Settings(home=tmp_path)
+    assert settings.database_url is not None
+    assert settings.database_url.get_secret_value() == "postgresql://db.example/fortemi"
+    assert settings.issuer == "https://auth.example/application/o/fortemi"
+    assert settings.oidc_groups_claim == "ak_groups"
+    assert settings.port == 9000
+    assert not settings.uses_local_issuer
+
+
+def test_secrets_do_not_appear_in_the_settings_repr(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path, DATABASE_URL="postgresql://u:hunter2@db/x")
+    assert "hunter2" not in repr(settings)
+
+
+@pytest.mark.parametrize("algorithms", ["HS256", "none", "RS256,HS512", ""])
+def test_symmetric_or_empty_algorithm_lists_are_refused(algorithms: str, tmp_path: Path) -> None:
+    with pytest.raises(ValidationError):
+        Settings(home=tmp_path, OIDC_ALGORITHMS=algorithms)
+
+
+def test_unknown_keyword_settings_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError):
+        Settings(home=tmp_path, max_note_byte=10)  # type: ignore[call-arg]
