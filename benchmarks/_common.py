@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import asyncpg
 import psutil
@@ -38,17 +38,18 @@ __all__ = [
     "backing_services",
     "bench_home",
     "client_loop_factory",
+    "client_option",
     "common_setup",
     "free_port",
+    "ms",
     "print_setup",
     "server_options",
+    "serving",
     "table",
 ]
 
 HOST = "127.0.0.1"  # every load in these scripts goes to loopback, nowhere else
 REPO = Path(__file__).resolve().parents[1]
-LoopName = Literal["asyncio", "uvloop"]
-HttpName = Literal["h11", "httptools"]
 
 
 # -- figures ------------------------------------------------------------------------------
@@ -221,6 +222,15 @@ def client_loop_factory() -> tuple[Callable[[], asyncio.AbstractEventLoop], str]
 
         return uvloop.new_event_loop, "uvloop"
     return asyncio.new_event_loop, "asyncio"
+
+
+def client_option(parser: Any) -> None:
+    parser.add_argument(
+        "--client",
+        choices=["raw", "httpx"],
+        default="raw",
+        help="load generator's HTTP client (default raw; see benchmarks._client)",
+    )
 
 
 def server_options(parser: Any) -> None:

@@ -15,8 +15,10 @@ loop, same HTTP parser, access log off, log level warning, route ``POST /graphql
 
 Why subprocesses: the load generator shares the machine with the server, and a client in
 the server's process and event loop would take its CPU from the request handling being
-measured. The client (httpx.AsyncClient, ``--concurrency`` keep-alive connections, one
-coroutine per connection, uvloop when installed) runs in this process. The servers start
+measured. The client (``--concurrency`` keep-alive connections, one coroutine per
+connection, uvloop when installed) runs in this process; it is the raw HTTP/1.1 client of
+:mod:`benchmarks._client` by default, because httpx costs the client more CPU per request
+than a bare Strawberry server costs the server (``--client httpx`` shows it). The servers start
 together and are loaded one at a time (idle ones cost nothing), ``--rounds`` times in turn.
 Every app gets the same request bytes, the token included.
 
@@ -37,14 +39,15 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-import httpx
-
+from benchmarks._client import Poster, describe, open_posters
 from benchmarks._common import (
+    HOST,
     Latency,
     ServerProcess,
     backing_services,
     bench_home,
     client_loop_factory,
+    client_option,
     common_setup,
     free_port,
     ms,
@@ -85,81 +88,64 @@ class Totals:
 
 
 async def _load(
-    client: httpx.AsyncClient,
+    posters: Sequence[Poster],
     body: bytes,
-    concurrency: int,
     *,
     seconds: float | None,
     requests: int | None,
     into: Totals | None,
 ) -> None:
-    """``concurrency`` workers POST ``body`` until the time or the request budget runs out."""
+    """One worker per poster POSTs ``body`` until the time or the request budget runs out."""
     deadline = time.perf_counter() + seconds if seconds is not None else math.inf
     budget = min(requests or MAX_REQUESTS, MAX_REQUESTS)
     latencies: list[float] = []
     errors = 0
 
-    async def worker() -> None:
+    async def worker(poster: Poster) -> None:
         nonlocal budget, errors
         while budget > 0 and time.perf_counter() < deadline:
             budget -= 1
             started = time.perf_counter()
-            response = await client.post("/graphql", content=body)
+            status, content = await poster.post(body)
             latencies.append(time.perf_counter() - started)
-            if response.status_code != 200 or b'"errors"' in response.content:
+            if status != 200 or b'"errors"' in content:
                 errors += 1
 
     started = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    await asyncio.gather(*(worker(poster) for poster in posters))
     if into is not None:
         into.wall += time.perf_counter() - started
         into.latencies += latencies
         into.errors += errors
 
 
-def _client(server: ServerProcess, token: str, concurrency: int) -> httpx.AsyncClient:
-    return httpx.AsyncClient(
-        base_url=server.url,
-        headers={"authorization": f"Bearer {token}", "content-type": "application/json"},
-        limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
-        timeout=30,
-    )
-
-
-async def _check(client: httpx.AsyncClient, app: str, body: bytes) -> None:
-    response = await client.post("/graphql", content=body)
-    if response.status_code != 200 or response.json() != EXPECTED[app]:
-        raise RuntimeError(f"{app}: unexpected answer {response.status_code}: {response.text}")
+async def _check(poster: Poster, app: str, body: bytes) -> None:
+    status, content = await poster.post(body)
+    if status != 200 or json.loads(content) != EXPECTED[app]:
+        raise RuntimeError(f"{app}: unexpected answer {status}: {content[:500]!r}")
 
 
 async def _measure(
     args: argparse.Namespace, servers: dict[str, ServerProcess], token: str
 ) -> dict[str, Totals]:
     totals = {app: Totals() for app in servers}
+    headers = {"authorization": f"Bearer {token}"}
     for _ in range(args.rounds):
         for app, server in servers.items():
             body = json.dumps({"query": QUERIES[app]}).encode()
-            async with _client(server, token, args.concurrency) as client:
-                await _check(client, app, body)
-                await _load(
-                    client,
-                    body,
-                    args.concurrency,
-                    seconds=args.warmup_seconds,
-                    requests=None,
-                    into=None,
-                )
+            posters = await open_posters(args.client, HOST, server.port, headers, args.concurrency)
+            try:
+                await _check(posters[0], app, body)
+                await _load(posters, body, seconds=args.warmup_seconds, requests=None, into=None)
                 cpu, own = server.cpu_seconds(), time.process_time()
                 await _load(
-                    client,
-                    body,
-                    args.concurrency,
-                    seconds=args.seconds,
-                    requests=args.requests,
-                    into=totals[app],
+                    posters, body, seconds=args.seconds, requests=args.requests, into=totals[app]
                 )
                 totals[app].server_cpu += server.cpu_seconds() - cpu
                 totals[app].client_cpu += time.process_time() - own
+            finally:
+                for poster in posters:
+                    await poster.aclose()
     return totals
 
 
@@ -228,8 +214,8 @@ async def _run(args: argparse.Namespace, home: Path, urls: ServiceUrls, embedded
         ),
         (
             "client",
-            f"httpx.AsyncClient in the main process, loop {loop_name}, "
-            f"{args.concurrency} keep-alive connections",
+            f"{describe(args.client)} in the main process, loop {loop_name}, "
+            f"{args.concurrency} keep-alive connections, one worker coroutine each",
         ),
         (
             "workload",
@@ -261,6 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--warmup-seconds", type=float, default=2.0, help="per app (default 2)")
     parser.add_argument("--rounds", type=int, default=1, help="times each app is loaded in turn")
     parser.add_argument("--home", help="FORTEMI_HOME to use (default: a fresh temporary one)")
+    client_option(parser)
     server_options(parser)
     args = parser.parse_args(argv)
     if args.requests is not None:

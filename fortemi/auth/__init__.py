@@ -11,7 +11,7 @@ from __future__ import annotations
 import httpx
 
 from fortemi.auth.local_issuer import LocalIssuer, parse_ttl
-from fortemi.auth.oidc import JwksSource, OidcJwksSource, check_issuer_url, configured_issuer
+from fortemi.auth.oidc import JwksSource, OidcJwksSource, check_issuer_url
 from fortemi.auth.principal import Principal
 from fortemi.auth.tokens import TokenValidator, bearer_token
 from fortemi.platform.settings import Settings
@@ -39,7 +39,7 @@ def build_token_validator(settings: Settings, client: httpx.AsyncClient) -> Toke
     bound to 0.0.0.0, say), because its keys are then read in-process, never over a network.
     """
     jwks = OidcJwksSource(
-        configured_issuer(settings),
+        settings.issuer,
         client,
         cache_seconds=settings.oidc_jwks_cache_seconds,
         min_refresh_seconds=settings.oidc_jwks_min_refresh_seconds,

@@ -22,9 +22,8 @@ import httpx
 import jwt
 
 from fortemi.platform.errors import Unauthenticated
-from fortemi.platform.settings import Settings
 
-__all__ = ["JwksSource", "OidcJwksSource", "check_issuer_url", "configured_issuer"]
+__all__ = ["JwksSource", "OidcJwksSource", "check_issuer_url"]
 
 DISCOVERY_PATH = "/.well-known/openid-configuration"
 _KEY_TYPES = ("RSA", "EC", "OKP")
@@ -71,16 +70,6 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def configured_issuer(settings: Settings) -> str:
-    """The issuer identifier exactly as configured, for exact comparison.
-
-    ``OIDC_ISSUER`` is taken verbatim rather than as ``Settings.issuer``, which drops a
-    trailing slash: issuers are compared as exact strings (OIDC Core §3.1.3.7) and
-    Authentik's end in one (``https://host/application/o/<slug>/``).
-    """
-    return settings.oidc_issuer if settings.oidc_issuer is not None else settings.issuer
 
 
 class OidcJwksSource:

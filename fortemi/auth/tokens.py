@@ -26,7 +26,7 @@ from typing import Any
 
 import jwt
 
-from fortemi.auth.oidc import JwksSource, configured_issuer
+from fortemi.auth.oidc import JwksSource
 from fortemi.auth.principal import Principal
 from fortemi.platform.errors import Unauthenticated
 from fortemi.platform.settings import Settings
@@ -65,7 +65,7 @@ class TokenValidator:
     ) -> None:
         self._jwks = jwks
         self._clock = clock
-        self._issuer = configured_issuer(settings)
+        self._issuer = settings.issuer
         self._audience = settings.oidc_audience
         # RFC 8725 §3.1: the server fixes the algorithms. Settings already refuses HMAC
         # and "none"; they are removed again so this guarantee does not rest on it.

@@ -148,7 +148,12 @@ class Settings(BaseSettings):
 
     @property
     def issuer(self) -> str:
-        return (self.oidc_issuer or self.base_url).rstrip("/")
+        """The issuer identifier tokens must carry, exactly as configured.
+
+        Issuers compare as exact strings (OIDC Core §3.1.3.7), and Authentik's end in a
+        slash (``https://host/application/o/<slug>/``), so ``OIDC_ISSUER`` is not normalised.
+        """
+        return self.oidc_issuer if self.oidc_issuer is not None else self.base_url
 
     @property
     def embedded_database(self) -> bool:

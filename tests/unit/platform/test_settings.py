@@ -34,7 +34,7 @@ def test_standard_variables_are_read_without_prefix(
     settings = Settings(home=tmp_path)
     assert settings.database_url is not None
     assert settings.database_url.get_secret_value() == "postgresql://db.example/fortemi"
-    assert settings.issuer == "https://auth.example/application/o/fortemi"
+    assert settings.issuer == "https://auth.example/application/o/fortemi/"  # verbatim
     assert settings.oidc_groups_claim == "ak_groups"
     assert settings.port == 9000
     assert not settings.uses_local_issuer

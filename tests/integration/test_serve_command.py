@@ -1,0 +1,172 @@
+"""`fortemi serve` and `fortemi token` as a user runs them: real processes, real signals."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _env(home: Path, port: int) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORTEMI_", "OIDC_"))}
+    env.pop("DATABASE_URL", None)
+    env.pop("REDIS_URL", None)
+    env.update(FORTEMI_HOME=str(home), FORTEMI_PORT=str(port), FORTEMI_LOG_LEVEL="WARNING")
+    return env
+
+
+class Server:
+    def __init__(self, home: Path, port: int) -> None:
+        self.port = port
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "fortemi", "serve"],
+            env=_env(home, port),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.lines: list[str] = []
+        self.token = self._read_token()
+
+    def _read_token(self) -> str:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:  # ends when the process exits
+            self.lines.append(line)
+            if line.startswith("token: "):
+                return line.removeprefix("token: ").strip()
+        raise AssertionError("serve printed no token line:\n" + "".join(self.lines))
+
+    def graphql(self, query: str, token: str | None = None) -> dict[str, object]:
+        response = httpx.post(
+            f"http://127.0.0.1:{self.port}/graphql",
+            json={"query": query},
+            headers={"Authorization": f"Bearer {token or self.token}"},
+        )
+        body: dict[str, object] = response.json()
+        return body
+
+    def children(self) -> list[psutil.Process]:
+        return psutil.Process(self.process.pid).children(recursive=True)
+
+    def stop(self, sig: signal.Signals) -> int:
+        self.process.send_signal(sig)
+        code = self.process.wait(timeout=60)
+        if self.process.stdout:
+            self.process.stdout.close()
+        return code
+
+
+def _embedded_servers(home: Path) -> list[psutil.Process]:
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        cmdline = " ".join(process.info["cmdline"] or [])
+        if str(home) in cmdline and ("postgres" in cmdline or "redis-server" in cmdline):
+            found.append(process)
+    return found
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[Path]:
+    yield tmp_path / "fortemi-home"
+    for process in _embedded_servers(tmp_path):  # never leave servers behind a failed test
+        process.kill()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_serve_stops_cleanly_on_signal_and_a_restart_finds_the_notes(
+    home: Path, sig: signal.Signals
+) -> None:
+    port = _free_port()
+    first = Server(home, port)
+    assert any(f"http://127.0.0.1:{port}/graphql" in line for line in first.lines)
+    created = first.graphql('mutation { createNote(input: {title: "kept"}) { id } }')
+    assert "errors" not in created, created
+    assert _embedded_servers(home), "embedded PostgreSQL/Redis should be running"
+    assert first.stop(sig) == 0
+    deadline = time.monotonic() + 30
+    while _embedded_servers(home) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _embedded_servers(home) == [], "serve left embedded servers running"
+
+    second = Server(home, port)
+    try:
+        listed = second.graphql("{ notes { edges { node { title } } } }")
+        assert listed == {"data": {"notes": {"edges": [{"node": {"title": "kept"}}]}}}
+    finally:
+        second.stop(signal.SIGTERM)
+
+
+def test_token_command_mints_a_token_the_server_accepts(home: Path) -> None:
+    port = _free_port()
+    server = Server(home, port)
+    try:
+        minted = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "fortemi",
+                "token",
+                "--sub",
+                "alice",
+                "--group",
+                "platform-team",
+                "--role",
+                "editor",
+                "--permission",
+                "memory:read",
+                "--ttl",
+                "10m",
+            ],
+            env=_env(home, port),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        token = minted.stdout.strip()
+        # The token alone on stdout: three segments, one line.
+        assert token.count(".") == 2
+        assert "\n" not in token
+        me = server.graphql("{ me { sub groups roles permissions } }", token=token)
+        assert me == {
+            "data": {
+                "me": {
+                    "sub": "alice",
+                    "groups": ["platform-team"],
+                    "roles": ["editor"],
+                    "permissions": ["memory:read"],
+                }
+            }
+        }
+        forbidden = server.graphql('mutation { createMemory(name: "x") { name } }', token=token)
+        assert "FORBIDDEN" in str(forbidden)
+    finally:
+        server.stop(signal.SIGTERM)
+
+
+def test_token_command_refuses_bad_ttl(home: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "fortemi", "token", "--sub", "a", "--ttl", "forever"],
+        env=_env(home, _free_port()),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "--ttl" in result.stderr
+    assert result.stdout == ""
