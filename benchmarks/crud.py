@@ -14,8 +14,10 @@ Why a separate server process: the client shares the machine with the server, an
 client in the same process and event loop would take its CPU time from the server's
 request handling and inflate every GraphQL figure. So uvicorn runs in a subprocess
 (``benchmarks._server``, one worker, access log off), configured as ``fortemi serve``
-runs it, and only the load generator runs here, on uvloop when installed. PostgreSQL (the
-embedded one by default) runs on the same machine for both paths.
+runs it, and only the load generator runs here, on uvloop when installed, with the raw
+HTTP/1.1 client of :mod:`benchmarks._client` (httpx adds its own CPU time to every
+request; ``--client httpx`` shows how much). PostgreSQL (the embedded one by default)
+runs on the same machine for both paths.
 
 Latencies are from just before the request (or the first statement) to the last byte of
 the response (or COMMIT), in ms, nearest-rank percentiles. Throughput is ops over the
@@ -37,16 +39,17 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-import httpx
-
+from benchmarks._client import Poster, describe, open_posters
 from benchmarks._common import (
+    HOST,
     Latency,
     ServerProcess,
     backing_services,
     bench_home,
     client_loop_factory,
+    client_option,
     common_setup,
-    free_port,
+    free_ports,
     ms,
     print_setup,
     server_options,
@@ -88,17 +91,17 @@ class Samples:
 
 
 class GraphQLClient:
-    def __init__(self, client: httpx.AsyncClient) -> None:
-        self._client = client
+    def __init__(self, poster: Poster) -> None:
+        self._poster = poster
 
     async def post(self, body: bytes) -> tuple[float, dict[str, Any]]:
         """One timed POST; the body is decoded and checked after the clock stops."""
         started = time.perf_counter()
-        response = await self._client.post("/graphql", content=body)
+        status, content = await self._poster.post(body)
         elapsed = time.perf_counter() - started
-        result: dict[str, Any] = response.json()
-        if response.status_code != 200 or result.get("errors"):
-            raise RuntimeError(f"GraphQL call failed ({response.status_code}): {result}")
+        result: dict[str, Any] = json.loads(content)
+        if status != 200 or result.get("errors"):
+            raise RuntimeError(f"GraphQL call failed ({status}): {result}")
         return elapsed, result
 
 
@@ -202,7 +205,7 @@ def _ratio(graphql: Samples, sql: Samples) -> list[str]:
 
 async def _run(args: argparse.Namespace, home: Path, urls: ServiceUrls, embedded: bool) -> None:
     setup = await common_setup(urls, embedded, home)
-    port = free_port()
+    [port] = free_ports(1)
     settings = bench_settings(home, port)
     # Created before the server starts, so the two processes never race to create the key.
     issuer = LocalIssuer.load_or_create(home, settings.issuer, settings.oidc_audience)
@@ -217,45 +220,39 @@ async def _run(args: argparse.Namespace, home: Path, urls: ServiceUrls, embedded
     server = ServerProcess(
         "fortemi", port=port, home=home, urls=urls, loop=args.loop, http=args.http
     )
-    sql = await SqlNotes.connect(urls.database, memory_schema(memory))
+    _, loop_name = client_loop_factory()
+    setup += [
+        (
+            "server",
+            f"uvicorn, 1 worker in a subprocess, loop {args.loop}, http {args.http}, "
+            "access log off, log level warning",
+        ),
+        (
+            "client",
+            f"{describe(args.client)}, 1 keep-alive connection, sequential, loop {loop_name}; "
+            "SQL: 1 asyncpg connection; both in the main process",
+        ),
+        (
+            "workload",
+            f"N={args.notes} creates + N reads per path, warm-up {args.warmup} per path, "
+            f"blocks of {args.block} alternating GraphQL/SQL, seed {args.seed}, concurrency 1",
+        ),
+        ("memory", f"{memory}, fresh; ends with 2N + 2 x warm-up notes"),
+    ]
     try:
-        async with (
-            serving(server),
-            httpx.AsyncClient(
-                base_url=server.url,
-                headers={
-                    "authorization": f"Bearer {token}",
-                    "x-fortemi-memory": memory,
-                    "content-type": "application/json",
-                },
-                limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
-                timeout=30,
-            ) as client,
-        ):
-            _, loop_name = client_loop_factory()
-            setup += [
-                (
-                    "server",
-                    f"uvicorn, 1 worker in a subprocess, loop {args.loop}, http "
-                    f"{args.http}, access log off, log level warning",
-                ),
-                (
-                    "client",
-                    f"httpx.AsyncClient, 1 keep-alive connection, sequential, loop "
-                    f"{loop_name}; SQL: 1 asyncpg connection, same process",
-                ),
-                (
-                    "workload",
-                    f"N={args.notes} creates + N reads per path, warm-up "
-                    f"{args.warmup} per path, blocks of {args.block} alternating "
-                    f"GraphQL/SQL, seed {args.seed}, concurrency 1",
-                ),
-                ("memory", f"{memory}, fresh; ends with 2N + 2 x warm-up notes"),
-            ]
-            print_setup("benchmarks.crud: createNote and note(id), GraphQL vs SQL", setup)
-            await _measure(args, Run(GraphQLClient(client), sql, server))
+        sql = await SqlNotes.connect(urls.database, memory_schema(memory))
+        try:
+            async with serving(server):
+                headers = {"authorization": f"Bearer {token}", "x-fortemi-memory": memory}
+                [poster] = await open_posters(args.client, HOST, server.port, headers, 1)
+                try:
+                    print_setup("benchmarks.crud: createNote and note(id), GraphQL vs SQL", setup)
+                    await _measure(args, Run(GraphQLClient(poster), sql, server))
+                finally:
+                    await poster.aclose()
+        finally:
+            await sql.close()
     finally:
-        await sql.close()
         await memories.delete(memory, confirm=memory)
         await db.close()
 
@@ -329,6 +326,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--block", type=int, default=250, help="ops per alternating block")
     parser.add_argument("--seed", type=int, default=1, help="RNG seed for notes and read order")
     parser.add_argument("--home", help="FORTEMI_HOME to use (default: a fresh temporary one)")
+    client_option(parser)
     server_options(parser)
     args = parser.parse_args(argv)
     if args.notes < 1 or args.warmup < 1 or args.block < 1:

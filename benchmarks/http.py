@@ -49,7 +49,7 @@ from benchmarks._common import (
     client_loop_factory,
     client_option,
     common_setup,
-    free_port,
+    free_ports,
     ms,
     print_setup,
     server_options,
@@ -195,10 +195,8 @@ def _report(totals: dict[str, Totals]) -> None:
 async def _run(args: argparse.Namespace, home: Path, urls: ServiceUrls, embedded: bool) -> None:
     setup = await common_setup(urls, embedded, home)
     servers = {
-        app: ServerProcess(
-            app, port=free_port(), home=home, urls=urls, loop=args.loop, http=args.http
-        )
-        for app in QUERIES
+        app: ServerProcess(app, port=port, home=home, urls=urls, loop=args.loop, http=args.http)
+        for app, port in zip(QUERIES, free_ports(len(QUERIES)), strict=True)
     }
     settings = bench_settings(home, servers["fortemi"].port)
     # Created before the servers start, so no two processes race to create the key.

@@ -61,12 +61,22 @@ def _serve(args: argparse.Namespace) -> int:
     services = EmbeddedServices(settings.home)
     try:
         urls = services.start(settings)
-        asyncio.run(_serve_async(settings, urls))
+        with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+            runner.run(_serve_async(settings, urls))
     except _Stop as stop:
         log.info("stopped by %s", stop)
     finally:
         services.stop()
     return 0
+
+
+def _loop_factory() -> Any:
+    """uvloop when installed (uvicorn[standard] brings it), else asyncio's default loop."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - a minimal install without uvicorn[standard]
+        return None
+    return uvloop.new_event_loop
 
 
 async def _serve_async(settings: Settings, urls: Any) -> None:

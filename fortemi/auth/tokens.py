@@ -28,6 +28,7 @@ import jwt
 
 from fortemi.auth.oidc import JwksSource
 from fortemi.auth.principal import Principal
+from fortemi.auth.token_cache import TokenCache
 from fortemi.platform.errors import Unauthenticated
 from fortemi.platform.settings import Settings
 
@@ -77,9 +78,18 @@ class TokenValidator:
         self._groups_claim = settings.oidc_groups_claim
         self._roles_claim = settings.oidc_roles_claim
         self._permissions_claim = settings.oidc_permissions_claim
+        self._cache = TokenCache(settings.oidc_token_cache_seconds)
 
     async def validate(self, token: str) -> Principal:
         """The principal the token asserts; :class:`Unauthenticated` for any failure."""
+        now = self._clock()
+        principal = self._cache.get(token, now)
+        if principal is None:
+            principal = await self._validate(token)
+            self._cache.put(token, principal, now)
+        return principal
+
+    async def _validate(self, token: str) -> Principal:
         header = _read_header(token)
         alg, kid, typ = self.validate_header(header)
         key = await self._jwks.get_signing_key(kid)

@@ -10,14 +10,15 @@ from typing import Any
 import strawberry
 from graphql import GraphQLError
 from strawberry.extensions import (
+    AddValidationRules,
     DisableIntrospection,
-    MaxAliasesLimiter,
     MaxTokensLimiter,
     ParserCache,
-    QueryDepthLimiter,
     SchemaExtension,
     ValidationCache,
 )
+from strawberry.extensions.max_aliases import create_validator as alias_rule
+from strawberry.extensions.query_depth_limiter import create_validator as depth_rule
 from strawberry.tools import merge_types
 from strawberry.types import ExecutionContext, ExecutionResult
 
@@ -65,14 +66,20 @@ class FortemiSchema(strawberry.Schema):
 
 
 def build_schema(settings: Settings) -> strawberry.Schema:
+    # The depth and alias rules are built once: the validation cache keys on the rule
+    # classes, so rules made afresh per operation (QueryDepthLimiter/MaxAliasesLimiter as
+    # factories) would make every lookup miss and every request revalidate.
+    limits = (
+        depth_rule(settings.max_query_depth, None),
+        alias_rule(settings.max_aliases),
+    )
     # Factories, not instances: strawberry builds fresh extensions per operation. The caches
     # are shared across instances (keyed by size) and bounded.
     extensions: list[Callable[[], SchemaExtension]] = [
         # The token limit bounds the parser's work; depth and aliases are checked in
         # validation, before any resolver runs.
         partial(MaxTokensLimiter, max_token_count=settings.max_query_tokens),
-        partial(QueryDepthLimiter, max_depth=settings.max_query_depth),
-        partial(MaxAliasesLimiter, max_alias_count=settings.max_aliases),
+        partial(AddValidationRules, list(limits)),
         partial(ParserCache, maxsize=settings.graphql_cache_size),
         partial(ValidationCache, maxsize=settings.graphql_cache_size),
     ]

@@ -82,6 +82,12 @@ class Settings(BaseSettings):
     oidc_http_timeout_seconds: float = Field(
         default=5.0, gt=0, validation_alias=_alias("OIDC_HTTP_TIMEOUT_SECONDS")
     )
+    oidc_token_cache_seconds: float = Field(
+        default=60.0,
+        ge=0,
+        description="How long a validated token is remembered (never past its exp; 0: off)",
+        validation_alias=_alias("OIDC_TOKEN_CACHE_SECONDS"),
+    )
     oidc_require_azp: bool = Field(
         default=True,
         description="Access tokens must carry azp (Authentik marks them so)",
