@@ -238,14 +238,14 @@ def client_option(parser: Any) -> None:
 def server_options(parser: Any) -> None:
     """``--loop`` / ``--http`` for the servers, defaulting to what ``fortemi serve`` runs.
 
-    ``fortemi serve`` starts uvicorn inside its own ``asyncio.run``, so it gets the stdlib
-    loop, and uvicorn's ``http="auto"``, which picks httptools when it is installed.
+    ``fortemi serve`` runs uvicorn on uvloop (its own runner), with uvicorn's
+    ``http="auto"``, which picks httptools when it is installed.
     """
     parser.add_argument(
         "--loop",
         choices=["asyncio", "uvloop"],
-        default="asyncio",
-        help="server event loop (default asyncio, as `fortemi serve`)",
+        default="uvloop",
+        help="server event loop (default uvloop, as `fortemi serve`)",
     )
     parser.add_argument(
         "--http",

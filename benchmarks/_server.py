@@ -91,7 +91,7 @@ def main() -> None:
     parser.add_argument("app", choices=["fortemi", "strawberry", "starlette"])
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--home", required=True)
-    parser.add_argument("--loop", choices=["asyncio", "uvloop"], default="asyncio")
+    parser.add_argument("--loop", choices=["asyncio", "uvloop"], default="uvloop")
     parser.add_argument("--http", choices=["h11", "httptools"], default="httptools")
     args = parser.parse_args()
     with asyncio.Runner(loop_factory=_loop_factory(args.loop)) as runner:
