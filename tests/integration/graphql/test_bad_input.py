@@ -26,20 +26,26 @@ async def test_nul_bytes_in_content_are_refused(gql: GraphQLCall) -> None:
     assert (await gql(COUNT))["data"]["notes"]["totalCount"] == 0
 
 
+async def _post_raw(
+    client: httpx.AsyncClient, body: bytes, token: str, memory: str
+) -> httpx.Response:
+    return await client.post(
+        "/graphql",
+        content=body,
+        headers={
+            "Authorization": f"Bearer {token}",
+            "X-Fortemi-Memory": memory,
+            "Content-Type": "application/json",
+        },
+    )
+
+
 async def test_lone_surrogates_are_refused(
     client: httpx.AsyncClient, user_token: str, memory: str
 ) -> None:
     # JSON can carry an unpaired surrogate escape that is not valid Unicode text.
     raw = b'{"query": "mutation($c: String!) { createNote(input: {content: $c}) { id } }", "variables": {"c": "\\ud800"}}'
-    response = await client.post(
-        "/graphql",
-        content=raw,
-        headers={
-            "Authorization": f"Bearer {user_token}",
-            "X-Fortemi-Memory": memory,
-            "Content-Type": "application/json",
-        },
-    )
+    response = await _post_raw(client, raw, user_token, memory)
     assert error_codes(response.json()) == ["BAD_USER_INPUT"]
 
 
@@ -47,15 +53,7 @@ async def test_invalid_utf8_body_is_a_client_error(
     client: httpx.AsyncClient, user_token: str, memory: str
 ) -> None:
     raw = b'{"query": "mutation { createNote(input: {content: \\"\xff\xfe\\"}) { id } }"}'
-    response = await client.post(
-        "/graphql",
-        content=raw,
-        headers={
-            "Authorization": f"Bearer {user_token}",
-            "X-Fortemi-Memory": memory,
-            "Content-Type": "application/json",
-        },
-    )
+    response = await _post_raw(client, raw, user_token, memory)
     assert response.status_code == 400
 
 

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
 import httpx
 import jwt
 import pytest
+import redis.asyncio as redis
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
+from fortemi.app import create_app
 from fortemi.auth.local_issuer import LocalIssuer
 from fortemi.platform.settings import Settings
+from fortemi.runtime import Runtime
 from tests.integration.graphql.conftest import GraphQLCall, error_codes
 
 ME = "{ me { sub groups roles permissions } }"
@@ -139,3 +143,17 @@ async def test_local_issuer_publishes_discovery_and_jwks(
     jwks = (await client.get("/.well-known/jwks.json")).json()
     assert [key["kid"] for key in jwks["keys"]] == [issuer.kid]
     assert all("d" not in key for key in jwks["keys"])  # public halves only
+
+
+async def test_readiness_reports_an_unreachable_redis_as_503(runtime: Runtime) -> None:
+    broken = dataclasses.replace(runtime, redis=redis.Redis.from_url("unix:///nonexistent.sock"))
+    transport = httpx.ASGITransport(app=create_app(broken))
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://fortemi.test") as c:
+            response = await c.get("/readyz")
+    finally:
+        await broken.redis.aclose()
+    assert response.status_code == 503
+    checks = response.json()["checks"]
+    assert checks["postgres"] == "ok"
+    assert checks["redis"].startswith("unavailable")
