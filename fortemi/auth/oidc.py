@@ -12,16 +12,15 @@ cannot be validated now); no httpx or PyJWT exception leaves this module.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
-from urllib.parse import urlsplit
 
 import httpx
 import jwt
 
 from fortemi.platform.errors import Unauthenticated
+from fortemi.platform.urls import check_issuer_url
 
 __all__ = ["JwksSource", "OidcJwksSource", "check_issuer_url"]
 
@@ -44,32 +43,6 @@ class JwksSource(Protocol):
         Raises :class:`Unauthenticated` when there is no such key or none can be fetched.
         """
         ...
-
-
-def check_issuer_url(issuer: str) -> None:
-    """Raise ValueError unless ``issuer`` is an https URL, or http on a loopback host.
-
-    Keys fetched over plain http could be swapped by anyone on the path, who could then
-    forge tokens; loopback (the local issuer, test doubles) never leaves the machine.
-    """
-    parts = urlsplit(issuer)
-    host = parts.hostname
-    if not host:
-        raise ValueError(f"{issuer!r} is not an absolute URL with a host")
-    if parts.scheme == "https":
-        return
-    if parts.scheme == "http" and _is_loopback(host):
-        return
-    raise ValueError(f"{issuer!r} must use https (plain http is accepted on loopback only)")
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class OidcJwksSource:

@@ -16,6 +16,8 @@ import platformdirs
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from fortemi.platform.urls import check_issuer_url
+
 __all__ = ["Environment", "Settings"]
 
 
@@ -110,6 +112,13 @@ class Settings(BaseSettings):
 
     # -- derived -----------------------------------------------------------------------
     migrations_dir: Path | None = None
+
+    @field_validator("oidc_issuer")
+    @classmethod
+    def _secure_issuer(cls, value: str | None) -> str | None:
+        if value is not None:
+            check_issuer_url(value)
+        return value
 
     @field_validator("oidc_algorithms", mode="before")
     @classmethod

@@ -54,3 +54,18 @@ def test_symmetric_or_empty_algorithm_lists_are_refused(algorithms: str, tmp_pat
 def test_unknown_keyword_settings_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValidationError):
         Settings(home=tmp_path, max_note_byte=10)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize(
+    "issuer", ["http://idp.example.com", "ftp://idp.example.com", "idp.example.com"]
+)
+def test_an_issuer_that_is_not_https_off_loopback_is_a_configuration_error(
+    issuer: str, tmp_path: Path
+) -> None:
+    with pytest.raises(ValidationError, match="OIDC_ISSUER"):
+        Settings(home=tmp_path, OIDC_ISSUER=issuer)
+
+
+@pytest.mark.parametrize("issuer", ["https://idp.example.com/app/o/x/", "http://127.0.0.1:9000"])
+def test_https_or_loopback_issuers_are_accepted(issuer: str, tmp_path: Path) -> None:
+    assert Settings(home=tmp_path, OIDC_ISSUER=issuer).issuer == issuer
