@@ -170,3 +170,14 @@ def test_token_command_refuses_bad_ttl(home: Path) -> None:
     assert result.returncode != 0
     assert "--ttl" in result.stderr
     assert result.stdout == ""
+
+
+def test_migrate_command_applies_once_then_finds_nothing_to_do(home: Path) -> None:
+    env = _env(home, _free_port())
+    command = [sys.executable, "-m", "fortemi", "migrate"]
+    first = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    again = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    assert "shared: 1 migration(s) applied" in first.stdout
+    assert "shared: 0 migration(s) applied" in again.stdout
+    assert "memories: all at template version 1" in again.stdout
+    assert _embedded_servers(home) == [], "migrate left embedded servers running"
