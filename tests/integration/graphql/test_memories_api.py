@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 
+from fortemi.platform.memories import MemoryService
 from tests.integration.graphql.conftest import GraphQLCall, error_codes
 
 _names = itertools.count()
@@ -100,3 +101,18 @@ async def test_deleting_the_default_memory_is_a_conflict(
         token=admin_token,
     )
     assert error_codes(body) == ["CONFLICT"]
+
+
+async def test_memory_deleted_by_another_replica_is_not_found_not_a_crash(
+    gql: GraphQLCall, memory_service: MemoryService
+) -> None:
+    # memory_service stands for another API replica: its own registry and cache.
+    name = _name()
+    await memory_service.create(name, created_by="test")
+    warm = await gql("{ notes { totalCount } }", memory=name)  # this replica caches it
+    assert warm["data"] == {"notes": {"totalCount": 0}}
+    await memory_service.delete(name, confirm=name)
+    body = await gql("{ notes { totalCount } }", memory=name)
+    assert error_codes(body) == ["NOT_FOUND"]
+    created = await gql('mutation { createNote(input: {title: "x"}) { id } }', memory=name)
+    assert error_codes(created) == ["NOT_FOUND"]
