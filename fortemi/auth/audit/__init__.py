@@ -1,0 +1,1 @@
+"""The tamper-evident audit log of authorization decisions."""
