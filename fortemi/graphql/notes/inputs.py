@@ -46,6 +46,7 @@ class NoteFilterInput:
         default=None, description="Notes with any of these tags"
     )
     project: str | None = None
+    skill: str | None = None
     collection: str | None = None
     source: str | None = None
     starred: bool | None = None
@@ -61,6 +62,7 @@ class NoteFilterInput:
             tags_all=tuple(self.tags or ()),
             tags_any=tuple(self.any_tags or ()),
             project=self.project,
+            skill=self.skill,
             collection=self.collection,
             source=self.source,
             starred=self.starred,
@@ -83,6 +85,7 @@ class CreateNoteInput:
     tags: list[str] | None = None
     collection: str | None = None
     project: str | None = None
+    skill: str | None = None
     starred: bool = False
     archived: bool = False
 
@@ -97,6 +100,7 @@ class CreateNoteInput:
             tags=tuple(self.tags or ()),
             collection=self.collection,
             project=self.project,
+            skill=self.skill,
             starred=self.starred,
             archived=self.archived,
         )
@@ -111,6 +115,7 @@ class UpdateNoteInput:
     tags: list[str] | None = strawberry.UNSET
     collection: str | None = strawberry.UNSET
     project: str | None = strawberry.UNSET
+    skill: str | None = strawberry.UNSET
     starred: bool | None = strawberry.UNSET
     archived: bool | None = strawberry.UNSET
     expected_version: int | None = strawberry.field(
@@ -127,6 +132,7 @@ class UpdateNoteInput:
             tags=tags if tags is model.UNSET else tuple(tags),
             collection=_given(self.collection, "collection", nullable=True),
             project=_given(self.project, "project", nullable=True),
+            skill=_given(self.skill, "skill", nullable=True),
             starred=_given(self.starred, "starred", nullable=False),
             archived=_given(self.archived, "archived", nullable=False),
             expected_version=self.expected_version,
@@ -143,6 +149,7 @@ class ExternalNoteInput:
     tags: list[str] | None = strawberry.UNSET
     collection: str | None = strawberry.UNSET
     project: str | None = strawberry.UNSET
+    skill: str | None = strawberry.UNSET
 
     def to_model(self) -> model.ExternalItem:
         tags = _given(self.tags, "tags", nullable=False)
@@ -155,6 +162,7 @@ class ExternalNoteInput:
             tags=tags if tags is model.UNSET else tuple(tags),
             collection=_given(self.collection, "collection", nullable=True),
             project=_given(self.project, "project", nullable=True),
+            skill=_given(self.skill, "skill", nullable=True),
         )
 
 

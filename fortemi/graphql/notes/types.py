@@ -40,6 +40,7 @@ class Note(Node):
     tags: list[str]
     collection: str | None
     project: str | None
+    skill: str | None = strawberry.field(description="The shared skill (SKILL-*) it belongs to")
     starred: bool
     archived: bool
     deleted: bool
@@ -63,6 +64,7 @@ class Note(Node):
             tags=list(note.tags),
             collection=note.collection,
             project=note.project,
+            skill=note.skill,
             starred=note.starred,
             archived=note.archived,
             deleted=note.deleted,

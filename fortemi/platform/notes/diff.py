@@ -40,8 +40,10 @@ __all__ = [
 ]
 
 VERSIONED_FIELDS = ("title", "content", "format", "metadata", "tags")
-_ATTRIBUTES = ("collection", "project", "starred", "archived")
-_ITEM_FIELDS = ("title", "content", "format", "metadata", "tags", "collection", "project")
+_ATTRIBUTES = ("collection", "project", "skill", "starred", "archived")
+_ITEM_FIELDS = (
+    "title", "content", "format", "metadata", "tags", "collection", "project", "skill",
+)  # fmt: skip
 _DEFAULTS = NoteDraft()
 
 
@@ -60,6 +62,7 @@ def state_of(note: Note) -> NoteDraft:
         tags=note.tags,
         collection=note.collection,
         project=note.project,
+        skill=note.skill,
         starred=note.starred,
         archived=note.archived,
     )

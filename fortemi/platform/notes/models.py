@@ -12,12 +12,14 @@ __all__ = [
     "UNSET",
     "ChangePolicy",
     "ExternalItem",
+    "NameSet",
     "Note",
     "NoteDiff",
     "NoteDraft",
     "NoteFilter",
     "NotePatch",
     "NoteVersion",
+    "NoteVisibility",
     "Page",
     "UpsertOutcome",
     "UpsertResult",
@@ -55,6 +57,7 @@ class Note:
     tags: tuple[str, ...]
     collection: str | None
     project: str | None
+    skill: str | None
     starred: bool
     archived: bool
     version: int
@@ -96,6 +99,7 @@ class NoteDraft:
     tags: tuple[str, ...] = ()
     collection: str | None = None
     project: str | None = None
+    skill: str | None = None
     starred: bool = False
     archived: bool = False
 
@@ -111,9 +115,43 @@ class NotePatch:
     tags: Any = UNSET
     collection: Any = UNSET
     project: Any = UNSET
+    skill: Any = UNSET
     starred: Any = UNSET
     archived: Any = UNSET
     expected_version: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NameSet:
+    """Names of projects or skills: only these (``only=True``) or all but these."""
+
+    names: frozenset[str] = frozenset()
+    only: bool = True
+
+    def contains(self, name: str) -> bool:
+        return (name in self.names) == self.only
+
+
+@dataclass(frozen=True, slots=True)
+class NoteVisibility:
+    """Which notes a caller may see, as the list query's WHERE clause applies it.
+
+    A note with a skill is visible when its skill is in ``skills``, one with a project when
+    its project is in ``projects``, and one with neither when ``memory_notes`` holds. The
+    GraphQL layer builds this from the authorization engine's read scope, so lists never
+    post-filter and a first page is a full page of readable notes.
+    """
+
+    memory_notes: bool
+    projects: NameSet
+    skills: NameSet
+
+    def allows(self, project: str | None, skill: str | None) -> bool:
+        if skill is not None:
+            return self.skills.contains(skill)
+        if project is not None:
+            return self.projects.contains(project)
+        return self.memory_notes
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +159,7 @@ class NoteFilter:
     tags_all: tuple[str, ...] = ()
     tags_any: tuple[str, ...] = ()
     project: str | None = None
+    skill: str | None = None
     collection: str | None = None
     source: str | None = None
     starred: bool | None = None
@@ -130,6 +169,7 @@ class NoteFilter:
     created_before: datetime | None = None
     updated_after: datetime | None = None
     updated_before: datetime | None = None
+    visibility: NoteVisibility | None = None  # None: every note (no caller scope applies)
 
 
 T = TypeVar("T")
@@ -178,6 +218,7 @@ class ExternalItem:
     tags: Any = UNSET
     collection: Any = UNSET
     project: Any = UNSET
+    skill: Any = UNSET
 
 
 @dataclass(frozen=True, slots=True)

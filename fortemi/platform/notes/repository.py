@@ -21,12 +21,18 @@ from uuid import UUID
 import asyncpg
 
 from fortemi.platform.database import Connection
-from fortemi.platform.notes.models import Note, NoteDraft, NoteFilter, NoteVersion
+from fortemi.platform.notes.models import (
+    Note,
+    NoteDraft,
+    NoteFilter,
+    NoteVersion,
+    NoteVisibility,
+)
 
 __all__ = ["NoteInsert", "NoteRepository", "NoteWrite"]
 
 _COLUMNS = (
-    "id, title, content, format, source, metadata, tags, collection, project, starred, "
+    "id, title, content, format, source, metadata, tags, collection, project, skill, starred, "
     "archived, version, content_hash, external_source, external_id, created_at, updated_at, "
     "deleted_at"
 )
@@ -45,10 +51,10 @@ WITH t AS (SELECT clock_timestamp() AS at),
 n AS (
     INSERT INTO note (id, title, content, format, source, metadata, tags, collection, project,
                       starred, archived, version, content_hash, external_source, external_id,
-                      created_at, updated_at, created_by, updated_by)
+                      created_at, updated_at, created_by, updated_by, skill)
     SELECT $1::uuid, $2::text, $3::text, $4::text, $5::text, $6::jsonb, $7::text[], $8::text,
            $9::text, $10::boolean, $11::boolean, 1, $12::text, $13::text, $14::text,
-           t.at, t.at, $15::text, $15::text
+           t.at, t.at, $15::text, $15::text, $16::text
     FROM t
     RETURNING *
 ),
@@ -74,7 +80,7 @@ n AS (
     SET title = $2::text, content = $3::text, format = $4::text, metadata = $5::jsonb,
         tags = $6::text[], collection = $7::text, project = $8::text, starred = $9::boolean,
         archived = $10::boolean, version = $11::integer, content_hash = $12::text,
-        updated_at = t.at, updated_by = $13::text
+        updated_at = t.at, updated_by = $13::text, skill = $15::text
     FROM t
     WHERE note.id = $1::uuid
     RETURNING note.*
@@ -143,7 +149,7 @@ class NoteInsert:
         return (
             self.id, s.title, s.content, s.format, s.source, s.metadata, list(s.tags),
             s.collection, s.project, s.starred, s.archived, self.content_hash,
-            self.external_source, self.external_id, self.actor,
+            self.external_source, self.external_id, self.actor, s.skill,
         )  # fmt: skip
 
 
@@ -163,7 +169,7 @@ class NoteWrite:
         return (
             self.id, s.title, s.content, s.format, s.metadata, list(s.tags), s.collection,
             s.project, s.starred, s.archived, self.version, self.content_hash, self.actor,
-            self.new_version,
+            self.new_version, s.skill,
         )  # fmt: skip
 
 
@@ -178,6 +184,7 @@ def _note(row: asyncpg.Record) -> Note:
         tags=tuple(row["tags"]),
         collection=row["collection"],
         project=row["project"],
+        skill=row["skill"],
         starred=row["starred"],
         archived=row["archived"],
         version=row["version"],
@@ -236,7 +243,7 @@ def _filter(note_filter: NoteFilter) -> _Where:
         where.add("tags @> {0}::text[]", list(f.tags_all))
     if f.tags_any:
         where.add("tags && {0}::text[]", list(f.tags_any))
-    for column in ("project", "collection", "source", "starred", "archived"):
+    for column in ("project", "skill", "collection", "source", "starred", "archived"):
         value = getattr(f, column)
         if value is not None:
             # ``column`` comes from the fixed tuple above, never from the caller.
@@ -249,7 +256,24 @@ def _filter(note_filter: NoteFilter) -> _Where:
     ):
         if value is not None:
             where.add(f"{column} {op} {{0}}::timestamptz", value)
+    if f.visibility is not None:
+        _visible(where, f.visibility)
     return where
+
+
+def _visible(where: _Where, visibility: NoteVisibility) -> None:
+    """The caller's read scope as one predicate, applied before ordering and LIMIT."""
+    projects, skills = visibility.projects, visibility.skills
+    where.add(
+        "(CASE WHEN skill IS NOT NULL THEN (skill = ANY({0}::text[])) = {1}"
+        " WHEN project IS NOT NULL THEN (project = ANY({2}::text[])) = {3}"
+        " ELSE {4}::boolean END)",
+        sorted(skills.names),
+        skills.only,
+        sorted(projects.names),
+        projects.only,
+        visibility.memory_notes,
+    )
 
 
 class NoteRepository:

@@ -43,6 +43,7 @@ from fortemi.platform.notes.models import (
 )
 from fortemi.platform.notes.repository import NoteInsert, NoteRepository, NoteWrite
 from fortemi.platform.notes.validation import (
+    check_owner,
     validate_batch,
     validate_draft,
     validate_filter,
@@ -78,6 +79,7 @@ def _next_write(current: Note, target: NoteDraft, actor: str | None) -> NoteWrit
     old = state_of(current)
     if same_state(old, target):
         return None
+    check_owner(target)
     versioned = versioned_change(old, target)
     return NoteWrite(
         id=current.id,
@@ -303,7 +305,9 @@ class NoteService:
             for item in checked:
                 current = existing.get(item.external_id)
                 if current is None:
-                    state = apply_item(NoteDraft(source=source), item, ChangePolicy.REPLACE)
+                    state = check_owner(
+                        apply_item(NoteDraft(source=source), item, ChangePolicy.REPLACE)
+                    )
                     insert = NoteInsert(
                         id=uuid4(),
                         state=state,

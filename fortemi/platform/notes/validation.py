@@ -140,6 +140,30 @@ def validate_label(value: object, field: str) -> str | None:
     return label
 
 
+SKILL_PREFIX = "SKILL-"
+
+
+def validate_skill(value: object, field: str = "skill") -> str | None:
+    """A shared skill's name: ``None`` or ``SKILL-`` followed by a short name."""
+    skill = validate_label(value, field)
+    if skill is not None and (not skill.startswith(SKILL_PREFIX) or skill == SKILL_PREFIX):
+        raise BadUserInput(
+            f"{field} must name a shared skill: 'SKILL-' and a name, e.g. SKILL-kubernetes",
+            field=field,
+        )
+    return skill
+
+
+def check_owner(state: NoteDraft) -> NoteDraft:
+    """A note belongs to at most one project or one skill (its access policy's owner)."""
+    if state.project is not None and state.skill is not None:
+        raise BadUserInput(
+            "A note belongs to a project or to a skill, not both; clear one of them",
+            field="skill",
+        )
+    return state
+
+
 def validate_tags(value: object) -> tuple[str, ...]:
     """Tags stripped, non-empty, at most 200 characters, de-duplicated in order, at most 100."""
     if isinstance(value, str) or not isinstance(value, Sequence):
@@ -230,17 +254,20 @@ def validate_external_id(value: object) -> str:
 
 
 def validate_draft(draft: NoteDraft, *, max_note_bytes: int) -> NoteDraft:
-    return NoteDraft(
-        title=validate_title(draft.title),
-        content=validate_content(draft.content, max_bytes=max_note_bytes),
-        format=validate_format(draft.format),
-        source=validate_label(draft.source, "source"),
-        metadata=validate_metadata(draft.metadata),
-        tags=validate_tags(draft.tags),
-        collection=validate_label(draft.collection, "collection"),
-        project=validate_label(draft.project, "project"),
-        starred=_require_bool(draft.starred, "starred"),
-        archived=_require_bool(draft.archived, "archived"),
+    return check_owner(
+        NoteDraft(
+            title=validate_title(draft.title),
+            content=validate_content(draft.content, max_bytes=max_note_bytes),
+            format=validate_format(draft.format),
+            source=validate_label(draft.source, "source"),
+            metadata=validate_metadata(draft.metadata),
+            tags=validate_tags(draft.tags),
+            collection=validate_label(draft.collection, "collection"),
+            project=validate_label(draft.project, "project"),
+            skill=validate_skill(draft.skill),
+            starred=_require_bool(draft.starred, "starred"),
+            archived=_require_bool(draft.archived, "archived"),
+        )
     )
 
 
@@ -279,6 +306,7 @@ def validate_patch(patch: NotePatch, *, max_note_bytes: int) -> NotePatch:
             UNSET if patch.collection is UNSET else validate_label(patch.collection, "collection")
         ),
         project=UNSET if patch.project is UNSET else validate_label(patch.project, "project"),
+        skill=UNSET if patch.skill is UNSET else validate_skill(patch.skill),
         starred=sent(patch.starred, lambda v: _require_bool(v, "starred"), "starred"),
         archived=sent(patch.archived, lambda v: _require_bool(v, "archived"), "archived"),
         expected_version=expected,
@@ -296,6 +324,7 @@ def validate_item(item: ExternalItem, *, max_note_bytes: int) -> ExternalItem:
             tags=item.tags,
             collection=item.collection,
             project=item.project,
+            skill=item.skill,
         ),
         max_note_bytes=max_note_bytes,
     )
@@ -308,6 +337,7 @@ def validate_item(item: ExternalItem, *, max_note_bytes: int) -> ExternalItem:
         tags=patch.tags,
         collection=patch.collection,
         project=patch.project,
+        skill=patch.skill,
     )
 
 
@@ -379,6 +409,7 @@ def validate_filter(note_filter: NoteFilter) -> NoteFilter:
         tags_all=tags(note_filter.tags_all, "tags_all"),
         tags_any=tags(note_filter.tags_any, "tags_any"),
         project=validate_label(note_filter.project, "project"),
+        skill=validate_skill(note_filter.skill),
         collection=validate_label(note_filter.collection, "collection"),
         source=validate_label(note_filter.source, "source"),
         starred=optional_bool(note_filter.starred, "starred"),
