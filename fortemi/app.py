@@ -78,8 +78,17 @@ def create_app(runtime: Runtime) -> Starlette:
     async def readyz(request: Request) -> Response:
         checks = await runtime.readiness()
         ready = all(value == "ok" for value in checks.values())
+        # A policy file that fails to load does not make the server unready (the last
+        # good set stays in force), but operators must see it: it is listed here.
+        policies = await runtime.policies.snapshot()
+        details = {
+            "policies": {
+                "version": policies.version,
+                "errors": [str(error) for error in policies.errors],
+            }
+        }
         return JSONResponse(
-            {"status": "ok" if ready else "unavailable", "checks": checks},
+            {"status": "ok" if ready else "unavailable", "checks": checks, "details": details},
             status_code=200 if ready else 503,
         )
 

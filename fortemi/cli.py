@@ -200,6 +200,54 @@ async def _migrate_async(settings: Settings, database_url: str, *, shared_only: 
         await db.close()
 
 
+# -- audit ------------------------------------------------------------------------------------
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from fortemi.platform.embedded import EmbeddedServices
+
+    settings = _settings()
+    services = EmbeddedServices(settings.home)
+    try:
+        urls = services.start(settings)
+        return asyncio.run(_audit_async(args, urls.database))
+    finally:
+        services.stop()
+
+
+async def _audit_async(args: argparse.Namespace, database_url: str) -> int:
+    from fortemi.auth.audit import export, verify
+    from fortemi.platform.database import Database
+
+    db = await Database.connect(database_url, min_size=1, max_size=2)
+    try:
+        if args.audit_command == "verify":
+            result = await verify(db, since=args.since)
+            if result.ok:
+                print(f"ok: {result.checked} rows, every chain intact")
+                return 0
+            print(
+                f"BROKEN at row {result.first_broken_id}: {result.problem} "
+                f"({result.checked} rows checked)"
+            )
+            return 1
+        written = await export(db, sys.stdout, fmt=args.format, since=args.since)
+        print(f"{written} rows exported", file=sys.stderr)
+        return 0
+    finally:
+        await db.close()
+
+
+def _timestamp(text: str) -> Any:
+    from datetime import UTC, datetime
+
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r}") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
 # -- schema -----------------------------------------------------------------------------------
 
 
@@ -236,6 +284,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--shared-only", action="store_true", help="leave memories to migrate on first access"
     )
     migrate.set_defaults(run=_migrate)
+
+    audit = commands.add_parser("audit", help="check or export the audit log")
+    audit_commands = audit.add_subparsers(dest="audit_command", required=True)
+    verify = audit_commands.add_parser(
+        "verify", help="re-check every hash chain (exit 1 if broken)"
+    )
+    verify.add_argument("--since", type=_timestamp, help="start at rows from this time (UTC)")
+    export = audit_commands.add_parser("export", help="write the log to stdout")
+    export.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
+    export.add_argument("--since", type=_timestamp, help="only rows from this time (UTC)")
+    audit.set_defaults(run=_audit)
 
     schema = commands.add_parser("schema", help="print the GraphQL SDL")
     schema.add_argument("--output", "-o", help="write to this file instead of stdout")

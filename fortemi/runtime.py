@@ -8,8 +8,10 @@ it from a global.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -17,8 +19,17 @@ import redis.asyncio as redis
 from starlette.applications import Starlette
 
 from fortemi.auth import build_token_validator
-from fortemi.auth.access import AccessPolicy, InterimAccessPolicy
+from fortemi.auth.access import Authorizer
+from fortemi.auth.audit import AuditEntry, AuditWriter
+from fortemi.auth.audit.export import to_row
 from fortemi.auth.local_issuer import LocalIssuer
+from fortemi.auth.policy import (
+    AccessDecisionEngine,
+    CompositePolicyProvider,
+    DatabasePolicyProvider,
+    FilePolicyProvider,
+    RedisCachedPolicyProvider,
+)
 from fortemi.auth.tokens import TokenValidator
 from fortemi.platform.database import Database
 from fortemi.platform.embedded import ServiceUrls
@@ -33,6 +44,9 @@ __all__ = ["Runtime"]
 log = logging.getLogger(__name__)
 
 
+AUDIT_CHANNEL = "fortemi:audit-events"
+
+
 @dataclass
 class Runtime:
     settings: Settings
@@ -42,9 +56,25 @@ class Runtime:
     memories: MemoryService
     notes: NoteService
     tokens: TokenValidator
-    access: AccessPolicy
+    policies: RedisCachedPolicyProvider
+    audit: AuditWriter
+    authorizer: Authorizer
     issuer: LocalIssuer | None
     http: httpx.AsyncClient
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    @property
+    def policy_store(self) -> DatabasePolicyProvider:
+        """Where policies set through the API live (call ``policies.invalidate()`` after)."""
+        composite = self.policies.inner
+        assert isinstance(composite, CompositePolicyProvider)  # noqa: S101 - wiring invariant
+        return composite.database
+
+    @property
+    def policy_files(self) -> FilePolicyProvider:
+        composite = self.policies.inner
+        assert isinstance(composite, CompositePolicyProvider)  # noqa: S101 - wiring invariant
+        return composite.file
 
     @classmethod
     async def open(cls, settings: Settings, urls: ServiceUrls) -> Runtime:
@@ -81,10 +111,27 @@ class Runtime:
             http = httpx.AsyncClient(
                 timeout=settings.oidc_http_timeout_seconds, follow_redirects=False
             )
-        return cls(
+        broker = redis.Redis.from_url(urls.redis)
+        policies = RedisCachedPolicyProvider(
+            CompositePolicyProvider(
+                FilePolicyProvider(settings.policy_path), DatabasePolicyProvider(db)
+            ),
+            broker,
+            refresh_seconds=settings.policy_refresh_seconds,
+        )
+        await policies.reload()
+
+        async def publish(entries: Sequence[AuditEntry]) -> None:
+            # Fan-out for auditEvents subscriptions; the log itself is already committed.
+            for entry in entries:
+                await broker.publish(AUDIT_CHANNEL, json.dumps(to_row(entry)))
+
+        audit = AuditWriter(db, on_committed=publish)
+        await audit.start()
+        runtime = cls(
             settings=settings,
             db=db,
-            redis=redis.Redis.from_url(urls.redis),
+            redis=broker,
             migrations=migrations,
             memories=memories,
             notes=NoteService(
@@ -94,12 +141,20 @@ class Runtime:
                 max_upsert_batch=settings.max_upsert_batch,
             ),
             tokens=build_token_validator(settings, http),
-            access=InterimAccessPolicy(),
+            policies=policies,
+            audit=audit,
+            authorizer=Authorizer(AccessDecisionEngine(), policies, audit),
             issuer=issuer,
             http=http,
         )
+        runtime.tasks.append(asyncio.create_task(runtime.policy_files.watch()))
+        return runtime
 
     async def close(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        await self.audit.close()
         await self.http.aclose()
         await self.redis.aclose()
         await self.db.close()

@@ -1,56 +1,148 @@
-"""The single entry point every resolver uses to ask "may this principal do this?".
+"""The single entry point every resolver and job uses to ask "may this principal do this?".
 
-Until the policy engine lands, :class:`InterimAccessPolicy` applies the foundation's rule:
-creating, deleting or re-defaulting memories (``system`` resources) needs the ``admin``
-role; reading and writing inside a memory needs any authenticated principal. The decision
-engine replaces this class behind the same :class:`AccessPolicy` protocol, so resolvers do
-not change when it does.
+:class:`Authorizer` takes the policy set in force, lets the decision engine decide, and
+records every decision (allow and deny) in the audit log *before* the caller acts on it:
+if the decision cannot be recorded, the operation is refused (fail closed). Nothing else
+in the code base calls the engine.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
-from typing import Protocol
+from datetime import UTC, datetime
 
+from fortemi.auth.audit.models import AuditRecord, AuditSink
+from fortemi.auth.decision import Action, Decision, Reason, Resource
+from fortemi.auth.policy import AccessDecisionEngine, PolicyProvider, ReadScope
 from fortemi.auth.principal import Principal
 from fortemi.platform.errors import Forbidden
 
-__all__ = ["ADMIN_ROLE", "AccessPolicy", "Action", "InterimAccessPolicy", "Resource"]
-
-ADMIN_ROLE = "admin"
-
-
-class Action(StrEnum):
-    READ = "read"
-    WRITE = "write"
-    DELETE = "delete"
-    ADMIN = "admin"
+__all__ = ["Authorizer", "RequestTrace"]
 
 
 @dataclass(frozen=True, slots=True)
-class Resource:
-    type: str  # "system" | "memory" | "note" | later "project", "skill", "audit"
-    name: str | None = None
-    memory: str | None = None
+class RequestTrace:
+    """Where a decision was asked from: recorded with it."""
 
-    @classmethod
-    def system(cls) -> Resource:
-        return cls("system")
-
-    @classmethod
-    def in_memory(cls, memory: str) -> Resource:
-        return cls("memory", memory, memory)
+    trace_id: str | None = None
+    client_addr: str | None = None
+    job_id: str | None = None
 
 
-class AccessPolicy(Protocol):
-    async def check(self, principal: Principal, action: Action, resource: Resource) -> None:
-        """Return if allowed; raise :class:`Forbidden` (with a stable ``reason``) if not."""
+def _now() -> datetime:
+    return datetime.now(UTC)
 
 
-class InterimAccessPolicy:
-    async def check(self, principal: Principal, action: Action, resource: Resource) -> None:
-        if resource.type == "system" and not principal.has_role(ADMIN_ROLE):
-            raise Forbidden(
-                f"This operation needs the {ADMIN_ROLE!r} role", reason="role_requirement_failed"
-            )
+class Authorizer:
+    def __init__(
+        self,
+        engine: AccessDecisionEngine,
+        policies: PolicyProvider,
+        audit: AuditSink,
+        *,
+        clock: Callable[[], datetime] = _now,
+    ) -> None:
+        self._engine = engine
+        self._policies = policies
+        self._audit = audit
+        self._clock = clock
+
+    @property
+    def policies(self) -> PolicyProvider:
+        return self._policies
+
+    async def decide_all(
+        self,
+        principal: Principal,
+        asks: Sequence[tuple[Action, Resource]],
+        trace: RequestTrace,
+    ) -> list[Decision]:
+        """Decide each ask under one policy snapshot; record them all in one audit write."""
+        policies = await self._policies.snapshot()
+        decisions = [
+            self._engine.decide(policies, principal, action, resource) for action, resource in asks
+        ]
+        at = self._clock()
+        await self._audit.record([self._record(principal, d, trace, at) for d in decisions])
+        return decisions
+
+    async def decide(
+        self, principal: Principal, action: Action, resource: Resource, trace: RequestTrace
+    ) -> Decision:
+        """The recorded decision; the caller chooses how to answer a deny."""
+        (decision,) = await self.decide_all(principal, [(action, resource)], trace)
+        return decision
+
+    async def check(
+        self, principal: Principal, action: Action, resource: Resource, trace: RequestTrace
+    ) -> Decision:
+        """The recorded decision, or :class:`Forbidden` carrying its reason code."""
+        decision = await self.decide(principal, action, resource, trace)
+        if not decision.allowed:
+            raise forbidden(decision)
+        return decision
+
+    async def read_scope(self, principal: Principal, memory: str, trace: RequestTrace) -> ReadScope:
+        """What ``principal`` may read in ``memory``, for a list's SQL predicate.
+
+        Recorded as one ``read_scope`` row (not one per policy evaluated), with the
+        readable projects and skills in its details.
+        """
+        policies = await self._policies.snapshot()
+        scope = self._engine.read_scope(policies, principal, memory)
+        record = AuditRecord(
+            at=self._clock(),
+            user_id=principal.sub,
+            groups=tuple(sorted(principal.groups)),
+            resource_type="memory",
+            resource_name=memory,
+            memory=memory,
+            action=Action.READ.value,
+            decision="allow",
+            reason=Reason.READ_SCOPE.value,
+            policy_version=policies.version,
+            trace_id=trace.trace_id,
+            client_addr=trace.client_addr,
+            job_id=trace.job_id,
+            details={
+                "memory_notes": scope.memory,
+                "projects": sorted(scope.projects.names),
+                "projects_listed_are_readable": scope.projects.listed_are_readable,
+                "skills": sorted(scope.skills.names),
+                "skills_listed_are_readable": scope.skills.listed_are_readable,
+            },
+        )
+        await self._audit.record([record])
+        return scope
+
+    @staticmethod
+    def _record(
+        principal: Principal, decision: Decision, trace: RequestTrace, at: datetime
+    ) -> AuditRecord:
+        resource = decision.resource
+        return AuditRecord(
+            at=at,
+            user_id=principal.sub,
+            groups=tuple(sorted(principal.groups)),
+            resource_type=resource.type.value,
+            resource_name=resource.name,
+            memory=resource.memory,
+            action=decision.action.value,
+            decision="allow" if decision.allowed else "deny",
+            reason=decision.reason.value,
+            policy_version=decision.policy_version,
+            trace_id=trace.trace_id,
+            client_addr=trace.client_addr,
+            job_id=trace.job_id,
+            details={"policy_source": decision.policy_source} if decision.policy_source else {},
+        )
+
+
+def forbidden(decision: Decision) -> Forbidden:
+    resource = decision.resource
+    what = resource.type.value if resource.name is None else f"{resource.type} {resource.name!r}"
+    return Forbidden(
+        f"You may not {decision.action} {what} ({decision.reason})",
+        reason=decision.reason.value,
+    )

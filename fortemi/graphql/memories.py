@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import strawberry
+from strawberry.scalars import JSON
 
-from fortemi.auth.access import Action, Resource
+from fortemi.auth.decision import Action, Resource
 from fortemi.graphql.context import Info
+from fortemi.platform.errors import BadUserInput
 from fortemi.platform.memories import Memory as MemoryModel
 from fortemi.platform.notes import NoteFilter
 
@@ -21,11 +24,12 @@ class Memory:
     created_at: datetime
     schema_version: int
 
-    @strawberry.field(description="Live (not soft-deleted) notes in this memory")
+    @strawberry.field(description="Live notes in this memory that you may read")
     async def note_count(self, info: Info) -> int:
-        await info.context.authorize(Action.READ, Resource.in_memory(self.name))
-        await info.context.runtime.memories.resolve(self.name)
-        return await info.context.runtime.notes.count(self.name, NoteFilter())
+        runtime = info.context.runtime
+        await runtime.memories.resolve(self.name)
+        visible = NoteFilter(visibility=await info.context.visibility(self.name))
+        return await runtime.notes.count(self.name, visible)
 
     @classmethod
     def from_model(cls, memory: MemoryModel) -> Memory:
@@ -37,26 +41,58 @@ class Memory:
         )
 
 
+def default_memory_policy(name: str, creator: str) -> dict[str, Any]:
+    """A new memory's policy when none is given: its creator only, until someone sets one."""
+    return {
+        "version": 1,
+        "memory": name,
+        "access_level": "private",
+        "grant": {"subjects": [creator]},
+    }
+
+
 @strawberry.type
 class MemoryQuery:
-    @strawberry.field(description="Every memory")
+    @strawberry.field(description="The memories you may read")
     async def memories(self, info: Info) -> list[Memory]:
-        return [Memory.from_model(m) for m in await info.context.runtime.memories.list()]
+        context = info.context
+        every = await context.runtime.memories.list()
+        decisions = await context.runtime.authorizer.decide_all(
+            context.caller,
+            [(Action.READ, Resource.of_memory(m.name)) for m in every],
+            context.trace,
+        )
+        return [Memory.from_model(m) for m, d in zip(every, decisions, strict=True) if d.allowed]
 
-    @strawberry.field(description="One memory by name, or null")
+    @strawberry.field(description="One memory by name; null if absent or not readable by you")
     async def memory(self, info: Info, name: str) -> Memory | None:
         found = await info.context.runtime.memories.get(name)
-        return Memory.from_model(found) if found else None
+        if found is None or not await info.context.may(Action.READ, Resource.of_memory(name)):
+            return None
+        return Memory.from_model(found)
 
 
 @strawberry.type
 class MemoryMutation:
-    @strawberry.mutation(description="Create an empty memory (admin)")
-    async def create_memory(self, info: Info, name: str) -> Memory:
-        await info.context.authorize(Action.ADMIN, Resource.system())
-        created = await info.context.runtime.memories.create(
-            name, created_by=info.context.caller.sub
-        )
+    @strawberry.mutation(
+        description="Create an empty memory (system admin). `policy` is its access policy "
+        "document (the YAML shape, as JSON); without one, only its creator may use it."
+    )
+    async def create_memory(self, info: Info, name: str, policy: JSON | None = None) -> Memory:
+        context = info.context
+        await context.authorize(Action.ADMIN, Resource.system())
+        caller = context.caller.sub
+        if policy is None:
+            document = default_memory_policy(name, caller)
+        elif isinstance(policy, dict):
+            document = dict(policy)
+        else:
+            raise BadUserInput("policy must be a JSON object in the policy format", field="policy")
+        # Validate the policy before the memory exists, so a bad one leaves nothing behind.
+        context.runtime.policy_store.validate("memory", name, name, document)
+        created = await context.runtime.memories.create(name, created_by=caller)
+        await context.runtime.policy_store.put("memory", name, name, document, actor=caller)
+        await context.runtime.policies.invalidate()
         return Memory.from_model(created)
 
     @strawberry.mutation(

@@ -22,17 +22,20 @@ from strawberry.extensions.query_depth_limiter import create_validator as depth_
 from strawberry.tools import merge_types
 from strawberry.types import ExecutionContext, ExecutionResult
 
+from fortemi.graphql.audit import AuditQuery, AuditSubscription
 from fortemi.graphql.errors import render_errors
 from fortemi.graphql.memories import MemoryMutation, MemoryQuery
 from fortemi.graphql.notes import NoteMutation, NoteQuery
 from fortemi.graphql.notes.types import Note
+from fortemi.graphql.policies import PolicyMutation, PolicyQuery
 from fortemi.graphql.principal import PrincipalQuery
 from fortemi.platform.settings import Settings
 
 __all__ = ["build_schema", "print_sdl"]
 
-Query = merge_types("Query", (PrincipalQuery, MemoryQuery, NoteQuery))
-Mutation = merge_types("Mutation", (MemoryMutation, NoteMutation))
+Query = merge_types("Query", (PrincipalQuery, MemoryQuery, NoteQuery, AuditQuery, PolicyQuery))
+Mutation = merge_types("Mutation", (MemoryMutation, NoteMutation, PolicyMutation))
+Subscription = merge_types("Subscription", (AuditSubscription,))
 
 
 class FortemiSchema(strawberry.Schema):
@@ -85,7 +88,13 @@ def build_schema(settings: Settings) -> strawberry.Schema:
     ]
     if settings.is_production and not settings.graphql_introspection:
         extensions.append(DisableIntrospection)
-    return FortemiSchema(query=Query, mutation=Mutation, types=[Note], extensions=extensions)
+    return FortemiSchema(
+        query=Query,
+        mutation=Mutation,
+        subscription=Subscription,
+        types=[Note],
+        extensions=extensions,
+    )
 
 
 def print_sdl(schema: Any) -> str:

@@ -96,6 +96,15 @@ class Settings(BaseSettings):
         validation_alias=_alias("OIDC_REQUIRE_AZP"),
     )
 
+    # -- authorization -----------------------------------------------------------------
+    policy_dir: Path = Field(
+        default=Path("policies"),
+        description="YAML access policies; when the default is absent, the bundled set",
+    )
+    policy_refresh_seconds: float = Field(
+        default=1.0, gt=0, description="How often a replica checks for policy changes"
+    )
+
     # -- limits ------------------------------------------------------------------------
     max_note_bytes: int = Field(default=1_048_576, ge=1)
     max_request_bytes: int = Field(default=8 * 1_048_576, ge=1024)
@@ -148,6 +157,15 @@ class Settings(BaseSettings):
         if bad or not value:
             raise ValueError(f"OIDC_ALGORITHMS accepts asymmetric algorithms only, got {bad}")
         return value
+
+    @property
+    def policy_path(self) -> Path:
+        """The policy folder in force: the configured one, else the bundled example set."""
+        if self.policy_dir.is_dir() or self.policy_dir != Path("policies"):
+            return self.policy_dir
+        bundled = Path(__file__).resolve().parents[1] / "_data" / "policies"
+        checkout = Path(__file__).resolve().parents[2] / "policies"
+        return checkout if checkout.is_dir() else bundled
 
     @property
     def is_production(self) -> bool:

@@ -1,13 +1,27 @@
-"""What the audit log stores, and the seam through which decisions reach it."""
+"""What the audit log stores, the seam through which decisions reach it, and what
+auditors get back (filters, pages, buckets, verification results)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
-__all__ = ["AuditEntry", "AuditRecord", "AuditSink"]
+__all__ = [
+    "AuditBucket",
+    "AuditEntry",
+    "AuditFilter",
+    "AuditPage",
+    "AuditRecord",
+    "AuditSink",
+    "Bucket",
+    "GroupBy",
+    "Verification",
+]
+
+Bucket = Literal["hour", "day"]
+GroupBy = Literal["user", "resource", "decision", "reason"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,3 +59,63 @@ class AuditEntry:
 class AuditSink(Protocol):
     async def record(self, records: Sequence[AuditRecord]) -> None:
         """Durably store ``records`` (in order) or raise ``Unavailable``; never drop one."""
+
+
+@dataclass(frozen=True, slots=True)
+class AuditFilter:
+    """Which rows an auditor asks about; every field is optional and they combine with AND.
+
+    ``since`` is inclusive and ``until`` exclusive (both on ``at``); ``group`` matches rows
+    whose ``groups`` contain it; the rest match their column exactly.
+    """
+
+    since: datetime | None = None
+    until: datetime | None = None
+    user_id: str | None = None
+    group: str | None = None
+    resource_type: str | None = None
+    resource_name: str | None = None
+    memory: str | None = None
+    action: str | None = None
+    decision: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AuditPage:
+    """One page of entries, newest first, each with the opaque cursor of its position."""
+
+    items: list[tuple[str, AuditEntry]]
+    has_next_page: bool
+
+    @property
+    def end_cursor(self) -> str | None:
+        return self.items[-1][0] if self.items else None
+
+
+@dataclass(frozen=True, slots=True)
+class AuditBucket:
+    """The number of rows in one time bucket; the grouped-by columns are set, others None."""
+
+    start: datetime
+    count: int
+    user_id: str | None = None
+    resource_type: str | None = None
+    resource_name: str | None = None
+    decision: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    """The outcome of re-checking the hash chains.
+
+    ``checked`` rows were re-hashed. When ``ok`` is false, ``problem`` says what is wrong and
+    ``first_broken_id`` is the lowest id among the rows found broken (None only when the
+    break has no row left to point at, e.g. every row of a segment was deleted).
+    """
+
+    ok: bool
+    checked: int
+    first_broken_id: int | None
+    problem: str | None

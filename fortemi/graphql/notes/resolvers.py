@@ -1,17 +1,22 @@
 """Queries and mutations on notes, in the request's memory.
 
-Each resolver: parse arguments, ask for permission (one call), call the note service,
-map the result. ``note``/``node`` answer null for an id that is not in this memory, so
-ids from other memories reveal nothing.
+Each resolver: parse arguments, ask for permission, call the note service, map the result.
+A note is governed by its skill's policy, else its project's, else its memory's. Reading
+by id answers null/NOT_FOUND both when the note is absent and when the caller may not
+read it (not-found before forbidden); lists are narrowed in SQL to what the caller may
+read; naming a project or skill the caller may not read is FORBIDDEN with the reason.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import strawberry
 
-from fortemi.auth.access import Action
+from fortemi.auth.decision import Action, Resource
 from fortemi.graphql.context import Info
 from fortemi.graphql.notes.inputs import (
+    ChangePolicy,
     CreateNoteInput,
     NoteFilterInput,
     UpdateNoteInput,
@@ -27,25 +32,32 @@ from fortemi.graphql.notes.types import (
 )
 from fortemi.graphql.relay import from_global_id, parse_note_id
 from fortemi.platform.errors import NotFound
-from fortemi.platform.notes import NoteFilter
+from fortemi.platform.notes import UNSET, NoteFilter
+from fortemi.platform.notes import Note as NoteModel
 
 __all__ = ["NoteMutation", "NoteQuery"]
 
 
-def _missing(note_id: str) -> NotFound:
-    return NotFound(f"No note {note_id!r} in this memory", id=note_id)
+async def _readable_or_none(info: Info, note_id: str) -> NoteModel | None:
+    try:
+        _, note = await info.context.readable_note(parse_note_id(note_id))
+    except NotFound:
+        return None
+    return note
+
+
+def _owner(memory: str, note: NoteModel) -> Resource:
+    return Resource.of_note(memory, note.project, note.skill)
 
 
 @strawberry.type
 class NoteQuery:
     @strawberry.field(description="A note by id (global or UUID), deleted or not; null if absent")
     async def note(self, info: Info, id: strawberry.ID) -> Note | None:
-        note_id = parse_note_id(id)
-        memory = await info.context.authorize_in_memory(Action.READ)
-        found = await info.context.runtime.notes.get(memory, note_id)
+        found = await _readable_or_none(info, id)
         return Note.from_model(found) if found else None
 
-    @strawberry.field(description="Notes, newest first, as a Relay connection")
+    @strawberry.field(description="Notes you may read, newest first, as a Relay connection")
     async def notes(
         self,
         info: Info,
@@ -53,39 +65,46 @@ class NoteQuery:
         after: str | None = None,
         filter: NoteFilterInput | None = None,
     ) -> NoteConnection:
-        memory = await info.context.authorize_in_memory(Action.READ)
+        context = info.context
+        memory = await context.memory()
         note_filter = filter.to_model() if filter else NoteFilter()
-        service = info.context.runtime.notes
-        page = await service.list(memory, first=first, after=after, filter=note_filter)
+        # Naming a project or skill is asking for it: an unreadable one is FORBIDDEN.
+        if note_filter.skill is not None:
+            await context.authorize(Action.READ, Resource.of_note(memory, None, note_filter.skill))
+        if note_filter.project is not None:
+            await context.authorize(
+                Action.READ, Resource.of_note(memory, note_filter.project, None)
+            )
+        scoped = replace(note_filter, visibility=await context.visibility(memory))
+        service = context.runtime.notes
+        page = await service.list(memory, first=first, after=after, filter=scoped)
 
         async def count() -> int:
-            return await service.count(memory, note_filter)
+            return await service.count(memory, scoped)
 
         return NoteConnection.from_page(page, count)
 
     @strawberry.field(description="Every version of a note, oldest first")
     async def note_versions(self, info: Info, id: strawberry.ID) -> list[NoteVersion]:
-        note_id = parse_note_id(id)
-        memory = await info.context.authorize_in_memory(Action.READ)
-        if await info.context.runtime.notes.get(memory, note_id) is None:
-            raise _missing(id)
-        versions = await info.context.runtime.notes.versions(memory, note_id)
+        memory, note = await info.context.readable_note(parse_note_id(id))
+        versions = await info.context.runtime.notes.versions(memory, note.id)
         return [NoteVersion.from_model(v) for v in versions]
 
     @strawberry.field(description="One version of a note, or null")
     async def note_version(self, info: Info, id: strawberry.ID, version: int) -> NoteVersion | None:
-        note_id = parse_note_id(id)
-        memory = await info.context.authorize_in_memory(Action.READ)
-        found = await info.context.runtime.notes.version(memory, note_id, version)
-        return NoteVersion.from_model(found) if found else None
+        found = await _readable_or_none(info, id)
+        if found is None:
+            return None
+        memory = await info.context.memory()
+        recorded = await info.context.runtime.notes.version(memory, found.id, version)
+        return NoteVersion.from_model(recorded) if recorded else None
 
     @strawberry.field(description="Unified diff of two versions of a note")
     async def note_diff(
         self, info: Info, id: strawberry.ID, from_version: int, to_version: int
     ) -> NoteDiff:
-        note_id = parse_note_id(id)
-        memory = await info.context.authorize_in_memory(Action.READ)
-        diff = await info.context.runtime.notes.diff(memory, note_id, from_version, to_version)
+        memory, note = await info.context.readable_note(parse_note_id(id))
+        diff = await info.context.runtime.notes.diff(memory, note.id, from_version, to_version)
         return NoteDiff.from_model(diff)
 
     @strawberry.field(description="Any object by global id, in this memory only")
@@ -93,9 +112,7 @@ class NoteQuery:
         type_name, _ = from_global_id(id)
         if type_name != "Note":
             return None
-        note_id = parse_note_id(id)
-        memory = await info.context.authorize_in_memory(Action.READ)
-        found = await info.context.runtime.notes.get(memory, note_id)
+        found = await _readable_or_none(info, id)
         return Note.from_model(found) if found else None
 
 
@@ -103,53 +120,60 @@ class NoteQuery:
 class NoteMutation:
     @strawberry.mutation
     async def create_note(self, info: Info, input: CreateNoteInput) -> Note:
-        memory = await info.context.authorize_in_memory(Action.WRITE)
-        note = await info.context.runtime.notes.create(
-            memory, input.to_model(), actor=info.context.caller.sub
+        draft = input.to_model()
+        memory = await info.context.memory()
+        await info.context.authorize(
+            Action.WRITE, Resource.of_note(memory, draft.project, draft.skill)
         )
+        note = await info.context.runtime.notes.create(memory, draft, actor=info.context.caller.sub)
         return Note.from_model(note)
 
     @strawberry.mutation(description="Update a note; content changes make a new version")
     async def update_note(self, info: Info, id: strawberry.ID, input: UpdateNoteInput) -> Note:
-        note_id = parse_note_id(id)
         patch = input.to_model()
-        memory = await info.context.authorize_in_memory(Action.WRITE)
+        memory, current = await info.context.readable_note(parse_note_id(id))
+        await info.context.authorize(Action.WRITE, _owner(memory, current))
+        if patch.project is not UNSET or patch.skill is not UNSET:
+            # Moving a note: the caller must also be allowed to write where it lands.
+            project = current.project if patch.project is UNSET else patch.project
+            skill = current.skill if patch.skill is UNSET else patch.skill
+            await info.context.authorize(Action.WRITE, Resource.of_note(memory, project, skill))
         note = await info.context.runtime.notes.update(
-            memory, note_id, patch, actor=info.context.caller.sub
+            memory, current.id, patch, actor=info.context.caller.sub
         )
         return Note.from_model(note)
 
     @strawberry.mutation(description="Soft-delete a note (restoreNote brings it back)")
     async def delete_note(self, info: Info, id: strawberry.ID) -> Note:
-        note_id = parse_note_id(id)
-        memory = await info.context.authorize_in_memory(Action.DELETE)
+        memory, current = await info.context.readable_note(parse_note_id(id))
+        await info.context.authorize(Action.DELETE, _owner(memory, current))
         note = await info.context.runtime.notes.delete(
-            memory, note_id, actor=info.context.caller.sub
+            memory, current.id, actor=info.context.caller.sub
         )
         return Note.from_model(note)
 
     @strawberry.mutation
     async def restore_note(self, info: Info, id: strawberry.ID) -> Note:
-        note_id = parse_note_id(id)
-        memory = await info.context.authorize_in_memory(Action.WRITE)
+        memory, current = await info.context.readable_note(parse_note_id(id))
+        await info.context.authorize(Action.WRITE, _owner(memory, current))
         note = await info.context.runtime.notes.restore(
-            memory, note_id, actor=info.context.caller.sub
+            memory, current.id, actor=info.context.caller.sub
         )
         return Note.from_model(note)
 
     @strawberry.mutation(description="Permanently remove a soft-deleted note and its history")
     async def purge_note(self, info: Info, id: strawberry.ID) -> bool:
-        note_id = parse_note_id(id)
-        memory = await info.context.authorize_in_memory(Action.DELETE)
-        await info.context.runtime.notes.purge(memory, note_id)
+        memory, current = await info.context.readable_note(parse_note_id(id))
+        await info.context.authorize(Action.DELETE, _owner(memory, current))
+        await info.context.runtime.notes.purge(memory, current.id)
         return True
 
     @strawberry.mutation(description="Make a new version with the content of an old one")
     async def restore_note_version(self, info: Info, id: strawberry.ID, version: int) -> Note:
-        note_id = parse_note_id(id)
-        memory = await info.context.authorize_in_memory(Action.WRITE)
+        memory, current = await info.context.readable_note(parse_note_id(id))
+        await info.context.authorize(Action.WRITE, _owner(memory, current))
         note = await info.context.runtime.notes.restore_version(
-            memory, note_id, version, actor=info.context.caller.sub
+            memory, current.id, version, actor=info.context.caller.sub
         )
         return Note.from_model(note)
 
@@ -158,8 +182,24 @@ class NoteMutation:
         self, info: Info, input: UpsertExternalNotesInput
     ) -> UpsertExternalNotesPayload:
         items = [item.to_model() for item in input.items]
-        memory = await info.context.authorize_in_memory(Action.WRITE)
-        results = await info.context.runtime.notes.upsert_external(
+        memory = await info.context.memory()
+        service = info.context.runtime.notes
+        # Every owner the batch touches needs write: where existing notes are now, and
+        # where each item puts its note (an omitted owner keeps the current one, except
+        # under REPLACE, which clears it).
+        current = await service.external_owners(
+            memory, input.source, [i.external_id for i in items]
+        )
+        owners: set[Resource] = {Resource.of_note(memory, p, s) for p, s in current.values()}
+        for item in items:
+            old_project, old_skill = current.get(item.external_id, (None, None))
+            keep = input.on_change is not ChangePolicy.REPLACE and item.external_id in current
+            project = item.project if item.project is not UNSET else (old_project if keep else None)
+            skill = item.skill if item.skill is not UNSET else (old_skill if keep else None)
+            owners.add(Resource.of_note(memory, project, skill))
+        for owner in sorted(owners, key=lambda r: (r.type, r.name or "")):
+            await info.context.authorize(Action.WRITE, owner)
+        results = await service.upsert_external(
             memory, input.source, items, input.on_change, actor=info.context.caller.sub
         )
         return UpsertExternalNotesPayload.from_results(results)

@@ -356,6 +356,17 @@ class NoteRepository:
     ) -> None:
         await conn.execute(_LOCK_EXTERNAL, source, list(external_ids))
 
+    async def external_owners(
+        self, conn: Connection, source: str, external_ids: Sequence[str]
+    ) -> dict[str, tuple[str | None, str | None]]:
+        rows = await conn.fetch(
+            "SELECT external_id, project, skill FROM note "
+            "WHERE external_source = $1 AND external_id = ANY($2::text[])",
+            source,
+            list(external_ids),
+        )
+        return {row["external_id"]: (row["project"], row["skill"]) for row in rows}
+
     async def find_external(
         self, conn: Connection, source: str, external_ids: Sequence[str]
     ) -> dict[str, Note]:

@@ -46,8 +46,10 @@ from fortemi.platform.notes.validation import (
     check_owner,
     validate_batch,
     validate_draft,
+    validate_external_id,
     validate_filter,
     validate_patch,
+    validate_text,
 )
 
 __all__ = ["DEFAULT_PAGE_SIZE", "NoteService"]
@@ -158,6 +160,19 @@ class NoteService:
         note_filter = validate_filter(filter)
         async with self._db.memory_transaction(memory) as conn:
             return await self._repo.count(conn, note_filter)
+
+    async def external_owners(
+        self, memory: str, source: str, external_ids: Sequence[str]
+    ) -> dict[str, tuple[str | None, str | None]]:
+        """(project, skill) of the existing notes of ``source`` with these external ids.
+
+        Lets the caller authorize an upsert before it runs: an item that omits its owner
+        keeps the note's current one.
+        """
+        source = validate_text(source, "source")
+        ids = [validate_external_id(external_id) for external_id in external_ids]
+        async with self._db.memory_transaction(memory) as conn:
+            return await self._repo.external_owners(conn, source, ids)
 
     async def versions(self, memory: str, note_id: UUID) -> builtins.list[NoteVersion]:
         """Every version of the note, ascending; empty when the note does not exist."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
+import os
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
@@ -25,6 +27,40 @@ async def runtime(settings: Settings, service_urls: ServiceUrls) -> AsyncIterato
     rt = await Runtime.open(settings, service_urls)
     yield rt
     await rt.close()
+
+
+# Policies for each test's own memory (a real deployment sets them through createMemory or
+# setPolicy): any authenticated viewer reads, editors write and delete. The generic test
+# projects get the same, so tests about notes are not tests about policy.
+OPEN_POLICY: dict[str, Any] = {
+    "version": 1,
+    "access_level": "public",
+    "required_role": "viewer",
+    "actions": {"write": {"required_role": "editor"}, "delete": {"required_role": "editor"}},
+}
+TEST_PROJECTS = ("p1", "p2")
+
+_names = itertools.count()
+
+
+async def open_memory(runtime: Runtime) -> str:
+    """Create a memory with the open test policies; the caller drops it."""
+    name = f"g{os.getpid()}_{next(_names)}"
+    await runtime.memories.create(name, created_by="test")
+    store = runtime.policy_store
+    await store.put("memory", name, name, {**OPEN_POLICY, "memory": name}, actor="test")
+    for project in TEST_PROJECTS:
+        await store.put("project", name, project, {**OPEN_POLICY, "project": project}, actor="test")
+    await runtime.policies.invalidate()
+    return name
+
+
+@pytest.fixture
+async def memory(runtime: Runtime) -> AsyncIterator[str]:
+    """A fresh memory with open test policies, dropped afterwards."""
+    name = await open_memory(runtime)
+    yield name
+    await runtime.memories.delete(name, confirm=name)
 
 
 @pytest.fixture(scope="session")

@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator
 
 import pytest
 
 from fortemi.graphql.relay import from_global_id
-from fortemi.platform.memories import MemoryService
-from tests.integration.graphql.conftest import GraphQLCall, error_codes
+from fortemi.runtime import Runtime
+from tests.integration.graphql.conftest import GraphQLCall, error_codes, open_memory
 
 
 @pytest.fixture
-async def other_memory(memory_service: MemoryService) -> AsyncIterator[str]:
-    name = f"iso_{uuid.uuid4().hex[:12]}"
-    await memory_service.create(name, created_by="test")
+async def other_memory(runtime: Runtime) -> AsyncIterator[str]:
+    # Open policies in both memories: what keeps B's caller out of A is tenancy alone.
+    name = await open_memory(runtime)
     yield name
-    await memory_service.delete(name, confirm=name)
+    await runtime.memories.delete(name, confirm=name)
 
 
 async def test_note_in_one_memory_is_invisible_from_another(

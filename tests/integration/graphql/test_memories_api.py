@@ -6,7 +6,8 @@ import itertools
 import os
 
 from fortemi.platform.memories import MemoryService
-from tests.integration.graphql.conftest import GraphQLCall, error_codes
+from fortemi.runtime import Runtime
+from tests.integration.graphql.conftest import GraphQLCall, error_codes, open_memory
 
 _names = itertools.count()
 
@@ -104,11 +105,10 @@ async def test_deleting_the_default_memory_is_a_conflict(
 
 
 async def test_memory_deleted_by_another_replica_is_not_found_not_a_crash(
-    gql: GraphQLCall, memory_service: MemoryService
+    gql: GraphQLCall, memory_service: MemoryService, runtime: Runtime
 ) -> None:
     # memory_service stands for another API replica: its own registry and cache.
-    name = _name()
-    await memory_service.create(name, created_by="test")
+    name = await open_memory(runtime)
     warm = await gql("{ notes { totalCount } }", memory=name)  # this replica caches it
     assert warm["data"] == {"notes": {"totalCount": 0}}
     await memory_service.delete(name, confirm=name)

@@ -31,7 +31,7 @@ async def test_create_then_read_returns_every_contract_field(gql: GraphQLCall) -
         source="manual",
         metadata={"owner": "ops", "n": 1},
         tags=["ops", "runbook"],
-        project="poimen",
+        project="p1",
         starred=True,
     )
     assert note["version"] == 1

@@ -1,0 +1,237 @@
+"""The audit log for auditors: entries, aggregates, chain verification, a live feed.
+
+Reading any of it is a decision on the ``audit`` resource (auditors: role ``auditor`` or
+permission ``audit:read`` in the shipped policy; ``admin`` alone is not enough), and that
+decision is itself recorded, so querying the audit log is audited.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator
+from datetime import UTC, datetime
+from enum import Enum
+from typing import Any
+
+import strawberry
+from strawberry.scalars import JSON
+
+from fortemi.auth import audit as log
+from fortemi.auth.audit.export import to_row
+from fortemi.auth.decision import Action, Resource
+from fortemi.graphql.context import Info
+from fortemi.graphql.subscriptions import until_token_expires
+from fortemi.runtime import AUDIT_CHANNEL
+
+__all__ = ["AuditQuery", "AuditSubscription"]
+
+
+@strawberry.enum(description="Width of an auditStats time bucket (UTC)")
+class AuditBucketSize(Enum):
+    HOUR = "hour"
+    DAY = "day"
+
+
+@strawberry.enum(description="What auditStats counts by, besides time")
+class AuditGroupBy(Enum):
+    USER = "user"
+    RESOURCE = "resource"
+    DECISION = "decision"
+    REASON = "reason"
+
+
+@strawberry.input
+class AuditFilter:
+    since: datetime | None = None
+    until: datetime | None = None
+    user_id: str | None = None
+    group: str | None = None
+    resource_type: str | None = None
+    resource_name: str | None = None
+    memory: str | None = None
+    action: str | None = None
+    decision: str | None = None
+    reason: str | None = None
+
+    def to_model(self) -> log.AuditFilter:
+        return log.AuditFilter(**{name: getattr(self, name) for name in _FILTER_FIELDS})
+
+    def matches(self, row: dict[str, Any]) -> bool:
+        """The same filter over an exported row (for the live feed)."""
+        at = datetime.fromisoformat(row["at"])
+        if (self.since and at < _utc(self.since)) or (self.until and at >= _utc(self.until)):
+            return False
+        if self.group is not None and self.group not in row["groups"]:
+            return False
+        return all(
+            getattr(self, name) is None or getattr(self, name) == row[name]
+            for name in _EXACT_FIELDS
+        )
+
+
+_FILTER_FIELDS = tuple(AuditFilter.__annotations__)
+_EXACT_FIELDS = tuple(name for name in _FILTER_FIELDS if name not in ("since", "until", "group"))
+
+
+def _utc(moment: datetime) -> datetime:
+    """A filter bound without a zone is read as UTC, as the stored times are."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+@strawberry.type(description="One recorded authorization decision and its place in the chain")
+class AuditEntry:
+    id: strawberry.ID
+    at: datetime
+    user_id: str
+    groups: list[str]
+    resource_type: str
+    resource_name: str | None
+    memory: str | None
+    action: str
+    decision: str
+    reason: str
+    policy_version: str
+    trace_id: str | None
+    client_addr: str | None
+    job_id: str | None
+    details: JSON
+    segment: str
+    seq: int
+    prev_hash: str
+    chain_hash: str
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> AuditEntry:
+        return cls(
+            **{**row, "id": strawberry.ID(str(row["id"])), "at": datetime.fromisoformat(row["at"])}
+        )
+
+    @classmethod
+    def from_model(cls, entry: log.AuditEntry) -> AuditEntry:
+        return cls.from_row(to_row(entry))
+
+
+@strawberry.type
+class AuditEdge:
+    cursor: str
+    node: AuditEntry
+
+
+@strawberry.type
+class AuditPageInfo:
+    has_next_page: bool
+    end_cursor: str | None
+
+
+@strawberry.type
+class AuditEntryConnection:
+    edges: list[AuditEdge]
+    page_info: AuditPageInfo
+
+
+@strawberry.type
+class AuditBucket:
+    start: datetime
+    count: int
+    user_id: str | None
+    resource_type: str | None
+    resource_name: str | None
+    decision: str | None
+    reason: str | None
+
+
+@strawberry.type
+class AuditVerification:
+    ok: bool
+    checked: int
+    first_broken_id: strawberry.ID | None
+    problem: str | None
+
+
+async def _as_auditor(info: Info) -> None:
+    await info.context.authorize(Action.READ, Resource.audit())
+
+
+@strawberry.type
+class AuditQuery:
+    @strawberry.field(description="Recorded decisions, newest first (auditors)")
+    async def audit_log(
+        self,
+        info: Info,
+        filter: AuditFilter | None = None,
+        first: int | None = None,
+        after: str | None = None,
+    ) -> AuditEntryConnection:
+        await _as_auditor(info)
+        page = await log.list_entries(
+            info.context.runtime.db, filter.to_model() if filter else None, first=first, after=after
+        )
+        return AuditEntryConnection(
+            edges=[AuditEdge(cursor=c, node=AuditEntry.from_model(e)) for c, e in page.items],
+            page_info=AuditPageInfo(has_next_page=page.has_next_page, end_cursor=page.end_cursor),
+        )
+
+    @strawberry.field(description="Decision counts per time bucket and grouping (auditors)")
+    async def audit_stats(
+        self,
+        info: Info,
+        filter: AuditFilter | None = None,
+        bucket: AuditBucketSize = AuditBucketSize.DAY,
+        group_by: list[AuditGroupBy] | None = None,
+    ) -> list[AuditBucket]:
+        await _as_auditor(info)
+        buckets = await log.stats(
+            info.context.runtime.db,
+            filter.to_model() if filter else None,
+            bucket=bucket.value,
+            group_by=[g.value for g in group_by or ()],
+        )
+        return [
+            AuditBucket(
+                start=b.start,
+                count=b.count,
+                user_id=b.user_id,
+                resource_type=b.resource_type,
+                resource_name=b.resource_name,
+                decision=b.decision,
+                reason=b.reason,
+            )
+            for b in buckets
+        ]
+
+    @strawberry.field(description="Re-check every hash chain; the first broken row if any")
+    async def audit_verify(self, info: Info, since: datetime | None = None) -> AuditVerification:
+        await _as_auditor(info)
+        result = await log.verify(info.context.runtime.db, since=since)
+        return AuditVerification(
+            ok=result.ok,
+            checked=result.checked,
+            first_broken_id=(
+                strawberry.ID(str(result.first_broken_id))
+                if result.first_broken_id is not None
+                else None
+            ),
+            problem=result.problem,
+        )
+
+
+@strawberry.type
+class AuditSubscription:
+    @strawberry.subscription(description="Decisions as they are recorded (auditors)")
+    async def audit_events(
+        self, info: Info, filter: AuditFilter | None = None
+    ) -> AsyncGenerator[AuditEntry, None]:
+        await _as_auditor(info)
+        wanted = filter or AuditFilter()
+        pubsub = info.context.runtime.redis.pubsub()
+        await pubsub.subscribe(AUDIT_CHANNEL)
+        try:
+            async for message in until_token_expires(info, pubsub.listen()):
+                if message.get("type") != "message":
+                    continue
+                row = json.loads(message["data"])
+                if wanted.matches(row):
+                    yield AuditEntry.from_row(row)
+        finally:
+            await pubsub.unsubscribe(AUDIT_CHANNEL)
+            await pubsub.aclose()  # type: ignore[no-untyped-call]  # redis-py is untyped here

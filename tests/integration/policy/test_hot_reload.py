@@ -1,0 +1,116 @@
+"""Hot reload: the watcher picks up edits to the policy folder, and refuses broken ones.
+
+Waiting is a bounded loop: rewrite the file (in case the watcher was not yet watching when
+it was first written), then poll the provider a bounded number of times. No assertion is
+about how long anything took.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+import redis.asyncio as redis
+
+from fortemi.auth.decision import Action, Reason, Resource, ResourceType
+from fortemi.auth.policy import (
+    AccessDecisionEngine,
+    FilePolicyProvider,
+    PolicyProvider,
+    PolicySet,
+    build_policy_provider,
+)
+from fortemi.platform.database import Database
+from tests.unit.policy.helpers import principal
+
+ENGINE = AccessDecisionEngine()
+ALICE = principal("alice", ["data-team"], ["viewer"])
+POIMEN = Resource(ResourceType.PROJECT, "poimen", "m1")
+OPENED = "# now open to all\nproject: poimen\naccess_level: public\n"
+BROKEN = "project: poimen\naccess_level: public\nrequired_role: [\n"
+
+
+@contextlib.asynccontextmanager
+async def watching(
+    provider: FilePolicyProvider, on_reload: Callable[[PolicySet], object]
+) -> AsyncIterator[None]:
+    task = asyncio.create_task(provider.watch(on_reload=on_reload))
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def edit_until(
+    path: Path, text: str, provider: PolicyProvider, seen: Callable[[PolicySet], bool]
+) -> PolicySet:
+    for _ in range(40):
+        await asyncio.to_thread(path.write_text, text)
+        for _ in range(20):
+            await asyncio.sleep(0.05)
+            policies = await provider.snapshot()
+            if seen(policies):
+                return policies
+    pytest.fail(f"the watcher never reloaded {path}")
+
+
+def alice_reads_poimen(policies: PolicySet) -> bool:
+    return ENGINE.decide(policies, ALICE, Action.READ, POIMEN).allowed
+
+
+async def test_an_edit_takes_effect_without_a_restart_and_a_broken_one_is_refused(
+    tree: Path,
+) -> None:
+    provider = FilePolicyProvider(tree)
+    before = await provider.snapshot()
+    assert not alice_reads_poimen(before)
+    reloads: list[PolicySet] = []
+    path = tree / "projects" / "poimen" / "_access.yaml"
+    async with watching(provider, reloads.append):
+        opened = await edit_until(path, OPENED, provider, alice_reads_poimen)
+        assert opened.errors == ()
+        assert opened.version != before.version
+
+        refused = await edit_until(path, BROKEN, provider, lambda p: bool(p.errors))
+        assert refused.version == opened.version  # the last good set stays in force
+        assert alice_reads_poimen(refused)
+        (error,) = refused.errors
+        assert error.file == str(path)
+        assert error.message.startswith("invalid YAML")
+    assert reloads  # on_reload saw the reloads
+
+
+async def test_a_new_file_and_a_removed_file_are_picked_up(tree: Path) -> None:
+    provider = FilePolicyProvider(tree)
+    await provider.snapshot()
+    new = tree / "projects" / "atlas" / "_access.yaml"
+    new.parent.mkdir()
+    atlas = Resource(ResourceType.PROJECT, "atlas", "m1")
+
+    def atlas_open(policies: PolicySet) -> bool:
+        return ENGINE.decide(policies, ALICE, Action.READ, atlas).allowed
+
+    async with watching(provider, lambda _: None):
+        await edit_until(new, "project: atlas\naccess_level: public\n", provider, atlas_open)
+        new.unlink()
+        for _ in range(200):
+            await asyncio.sleep(0.05)
+            if not atlas_open(await provider.snapshot()):
+                break
+        decision = ENGINE.decide(await provider.snapshot(), ALICE, Action.READ, atlas)
+        assert decision.reason is Reason.NO_POLICY_DEFAULT_DENY
+
+
+async def test_a_hot_reload_reaches_the_cached_production_provider(
+    tree: Path, db: Database, redis_client: redis.Redis
+) -> None:
+    cached = build_policy_provider(tree, db, redis_client)
+    assert not alice_reads_poimen(await cached.snapshot())
+    path = tree / "projects" / "poimen" / "_access.yaml"
+    async with watching(cached.inner.file, lambda _: None):
+        await edit_until(path, OPENED, cached, alice_reads_poimen)

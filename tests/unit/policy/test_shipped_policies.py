@@ -1,0 +1,151 @@
+"""The policies shipped in policies/: they parse, and they decide the seed scenarios."""
+
+from __future__ import annotations
+
+import pytest
+
+from fortemi.auth.decision import Action, Reason, Resource, ResourceType
+from fortemi.auth.policy import AccessDecisionEngine, PolicySet, load_policy_directory
+from fortemi.auth.principal import Principal
+
+from .helpers import SHIPPED, principal
+
+ENGINE = AccessDecisionEngine()
+CHARLIE = principal("charlie", ["platform-team", "devops-team"], ["viewer"])
+DAVE = principal("dave", ["devops-team"], ["viewer"])
+ALICE = principal("alice", ["data-team"], ["viewer"])
+BOB = principal("bob", ["ml-team"], ["viewer"])
+
+
+@pytest.fixture(scope="module")
+def shipped() -> PolicySet:
+    contents = load_policy_directory(SHIPPED)
+    assert contents.errors == []
+    assert contents.defaults is not None
+    return PolicySet(contents.defaults, [contents.policies])
+
+
+def poimen(memory: str = "default") -> Resource:
+    return Resource(ResourceType.PROJECT, "poimen", memory)
+
+
+def skill(name: str) -> Resource:
+    return Resource(ResourceType.SKILL, name, "default")
+
+
+def test_every_shipped_file_parses_into_a_policy(shipped: PolicySet) -> None:
+    sources = sorted(info.source for info in shipped.infos())
+    assert sources == [
+        "file:default.yaml",
+        "file:default.yaml",
+        "file:memories/default.yaml",
+        "file:projects/poimen/_access.yaml",
+        "file:shared/skills/SKILL-kubernetes-debugging/_access.yaml",
+        "file:shared/skills/SKILL-private-debug/_access.yaml",
+    ]
+    assert shipped.role_order == ("viewer", "editor", "admin")
+    assert shipped.errors == ()
+
+
+def test_the_shipped_poimen_policy_is_the_documented_example(shipped: PolicySet) -> None:
+    policy = shipped.lookup(poimen())
+    assert policy is not None
+    assert policy.owner_group == "platform-team"
+    assert policy.allowed_groups == {"platform-team", "devops-team"}
+    assert policy.required_role == "viewer"
+    assert policy.required_permission is None
+    assert policy.role_for(Action.WRITE) == "editor"
+    assert policy.role_for(Action.DELETE) == "editor"
+    assert policy.role_for(Action.ADMIN) == "viewer"
+
+
+@pytest.mark.parametrize(
+    ("who", "allowed", "reason"),
+    [
+        # charlie is in platform-team, poimen's owner group, which the access-level check
+        # asks before allowed_groups: so his reason is owner_group.
+        (CHARLIE, True, Reason.OWNER_GROUP),
+        (DAVE, True, Reason.IN_ALLOWED_GROUP),
+        (ALICE, False, Reason.NOT_IN_ALLOWED_GROUPS),
+    ],
+    ids=["charlie", "dave", "alice"],
+)
+def test_reading_poimen_follows_its_groups(
+    shipped: PolicySet, who: Principal, allowed: bool, reason: Reason
+) -> None:
+    decision = ENGINE.decide(shipped, who, Action.READ, poimen())
+    assert (decision.allowed, decision.reason) == (allowed, reason)
+    assert decision.policy_source == "file:projects/poimen/_access.yaml"
+    assert decision.policy_version == shipped.version
+
+
+def test_a_file_project_policy_applies_in_every_memory(shipped: PolicySet) -> None:
+    for memory in ("default", "ops", "m2"):
+        assert ENGINE.decide(shipped, DAVE, Action.READ, poimen(memory)).allowed
+
+
+def test_writing_poimen_needs_editor(shipped: PolicySet) -> None:
+    viewer = ENGINE.decide(shipped, DAVE, Action.WRITE, poimen())
+    assert (viewer.allowed, viewer.reason) == (False, Reason.ROLE_REQUIREMENT_FAILED)
+    editor = principal("erin", ["devops-team"], ["editor"])
+    assert ENGINE.decide(shipped, editor, Action.WRITE, poimen()).allowed
+    admin = principal("ada", ["devops-team"], ["admin"])  # admin ranks above editor
+    assert ENGINE.decide(shipped, admin, Action.DELETE, poimen()).allowed
+
+
+def test_the_private_skill_is_for_its_owner_group_only(shipped: PolicySet) -> None:
+    charlie = ENGINE.decide(shipped, CHARLIE, Action.READ, skill("SKILL-private-debug"))
+    assert (charlie.allowed, charlie.reason) == (False, Reason.NOT_IN_OWNER_GROUP)
+    bob = ENGINE.decide(shipped, BOB, Action.READ, skill("SKILL-private-debug"))
+    assert (bob.allowed, bob.reason) == (True, Reason.OWNER_GROUP)
+
+
+def test_the_public_skill_needs_the_skill_read_permission(shipped: PolicySet) -> None:
+    resource = skill("SKILL-kubernetes-debugging")
+    without = ENGINE.decide(shipped, ALICE, Action.READ, resource)
+    assert (without.allowed, without.reason) == (False, Reason.PERMISSION_REQUIRED)
+    holder = principal("pat", permissions=["skill:read"])
+    granted = ENGINE.decide(shipped, holder, Action.READ, resource)
+    assert (granted.allowed, granted.reason) == (True, Reason.ACCESS_LEVEL_PUBLIC)
+
+
+def test_admin_alone_cannot_read_the_audit_log(shipped: PolicySet) -> None:
+    admin = principal("root", roles=["admin"])
+    decision = ENGINE.decide(shipped, admin, Action.READ, Resource.audit())
+    assert (decision.allowed, decision.reason) == (False, Reason.NOT_IN_OWNER_GROUP)
+
+
+@pytest.mark.parametrize(
+    "auditor",
+    [principal("aud", roles=["auditor"]), principal("svc", permissions=["audit:read"])],
+    ids=["auditor-role", "audit-read-permission"],
+)
+def test_auditors_read_the_audit_log(shipped: PolicySet, auditor: Principal) -> None:
+    decision = ENGINE.decide(shipped, auditor, Action.READ, Resource.audit())
+    assert (decision.allowed, decision.reason) == (True, Reason.EXPLICIT_GRANT)
+    assert decision.policy_source == "file:default.yaml"
+
+
+def test_system_operations_need_admin(shipped: PolicySet) -> None:
+    editor = ENGINE.decide(shipped, principal(roles=["editor"]), Action.ADMIN, Resource.system())
+    assert (editor.allowed, editor.reason) == (False, Reason.ROLE_REQUIREMENT_FAILED)
+    admin = ENGINE.decide(shipped, principal(roles=["admin"]), Action.ADMIN, Resource.system())
+    assert (admin.allowed, admin.reason) == (True, Reason.ACCESS_LEVEL_PUBLIC)
+
+
+def test_the_default_memory_reads_for_viewers_and_deletes_for_admins(shipped: PolicySet) -> None:
+    memory = Resource.of_memory("default")
+    editor = principal(roles=["editor"])
+    assert ENGINE.decide(shipped, principal(roles=["viewer"]), Action.READ, memory).allowed
+    assert not ENGINE.decide(shipped, principal(roles=["viewer"]), Action.WRITE, memory).allowed
+    assert ENGINE.decide(shipped, editor, Action.WRITE, memory).allowed
+    assert not ENGINE.decide(shipped, editor, Action.DELETE, memory).allowed
+    assert ENGINE.decide(shipped, principal(roles=["admin"]), Action.DELETE, memory).allowed
+
+
+def test_a_project_without_a_policy_is_denied_by_default(shipped: PolicySet) -> None:
+    decision = ENGINE.decide(
+        shipped, CHARLIE, Action.READ, Resource(ResourceType.PROJECT, "nope", "default")
+    )
+    assert (decision.allowed, decision.reason) == (False, Reason.NO_POLICY_DEFAULT_DENY)
+    assert decision.policy_source is None
