@@ -4,28 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
 from fortemi.platform.database import Database
-from fortemi.platform.embedded import ServiceUrls
 from fortemi.platform.migrations import MigrationError, Migrations, default_migrations_root
-
-
-@pytest.fixture
-async def fresh_database(db: Database, service_urls: ServiceUrls) -> AsyncIterator[str]:
-    """The DSN of a brand-new, empty database on the session's server."""
-    name = f"fresh_{uuid.uuid4().hex[:12]}"
-    async with db.connection() as conn:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    parts = urlsplit(service_urls.database)
-    yield urlunsplit(parts._replace(path=f"/{name}"))
-    async with db.connection() as conn:
-        await conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 async def test_concurrent_runners_apply_each_shared_migration_exactly_once(

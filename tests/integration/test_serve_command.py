@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import signal
 import socket
@@ -9,12 +11,16 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 import psutil
 import pytest
 
+from fortemi.auth.audit import AuditRecord, AuditWriter
+from fortemi.platform.database import Database
+from fortemi.platform.embedded import ServiceUrls
 from fortemi.platform.migrations import Migrations
 
 
@@ -184,3 +190,62 @@ def test_migrate_command_applies_once_then_finds_nothing_to_do(home: Path) -> No
     assert "shared: 0 migration(s) applied" in again.stdout
     assert f"memories: all at template version {migrations.memory_version}" in again.stdout
     assert _embedded_servers(home) == [], "migrate left embedded servers running"
+
+
+async def test_audit_commands_verify_and_export_and_find_a_tampered_row(
+    fresh_database: str, service_urls: ServiceUrls, tmp_path: Path
+) -> None:
+    db = await Database.connect(fresh_database, min_size=1, max_size=2)
+    try:
+        await Migrations().migrate_shared(db)
+        async with AuditWriter(db) as writer:
+            entries = await writer.append([_record(i) for i in range(5)])
+        env = {
+            **_env(tmp_path / "home", _free_port()),
+            "DATABASE_URL": fresh_database,
+            "REDIS_URL": service_urls.redis,
+        }
+        command = [sys.executable, "-m", "fortemi", "audit"]
+        code, out, err = await _run([*command, "verify"], env)
+        assert code == 0, err
+        assert "ok: 5 rows" in out
+        code, out, err = await _run([*command, "export", "--format", "jsonl"], env)
+        assert code == 0, err
+        rows = [json.loads(line) for line in out.splitlines()]
+        assert [row["chain_hash"] for row in rows] == [e.chain_hash for e in entries]
+
+        tampered = entries[2].id
+        await db.fetchval(
+            "UPDATE public.rbac_audit_log SET decision = 'allow', reason = 'owner_group' "
+            "WHERE id = $1 RETURNING id",
+            tampered,
+        )
+        code, out, _ = await _run([*command, "verify"], env)
+        assert code == 1
+        assert f"BROKEN at row {tampered}" in out
+    finally:
+        await db.close()
+
+
+async def _run(command: list[str], env: dict[str, str]) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        *command, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await process.communicate()
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+def _record(i: int) -> AuditRecord:
+    return AuditRecord(
+        at=datetime.now(UTC),
+        user_id=f"user{i}",
+        groups=("data-team",),
+        resource_type="project",
+        resource_name="poimen",
+        memory="default",
+        action="read",
+        decision="deny",
+        reason="not_in_allowed_groups",
+        policy_version="v",
+    )

@@ -22,7 +22,9 @@ TITLES = "query($f: NoteFilter) { notes(first: 50, filter: $f) { edges { node { 
 @pytest.fixture(scope="module")
 def people(issuer: LocalIssuer) -> dict[str, str]:
     return {
-        "charlie": issuer.mint("charlie", groups=["platform-team", "devops-team"], roles=["viewer"]),
+        "charlie": issuer.mint(
+            "charlie", groups=["platform-team", "devops-team"], roles=["viewer"]
+        ),
         "alice": issuer.mint("alice", groups=["data-team"], roles=["viewer"]),
         "bob": issuer.mint("bob", groups=["ml-team"], roles=["viewer"]),
         "dana": issuer.mint("dana", groups=["platform-team"], roles=["editor"]),
@@ -64,7 +66,9 @@ async def test_alice_asking_for_poimen_is_forbidden_with_the_reason(
     assert error_codes(body) == ["FORBIDDEN"]
     assert _reason(body) == "not_in_allowed_groups"
     # By id she learns nothing, not even that it exists: not-found before forbidden.
-    by_id = await gql("query($id: ID!) { note(id: $id) { id } }", {"id": note_id}, token=people["alice"])
+    by_id = await gql(
+        "query($id: ID!) { note(id: $id) { id } }", {"id": note_id}, token=people["alice"]
+    )
     assert by_id["data"] == {"note": None}
     update = await gql(
         'mutation($id: ID!) { updateNote(id: $id, input: {title: "x"}) { id } }',
@@ -153,7 +157,9 @@ async def test_a_new_memory_without_a_policy_is_its_creators_alone(
 ) -> None:
     name = "created_by_root"
     made = await gql(
-        "mutation($n: String!) { createMemory(name: $n) { name } }", {"n": name}, token=people["root"]
+        "mutation($n: String!) { createMemory(name: $n) { name } }",
+        {"n": name},
+        token=people["root"],
     )
     assert made["data"] == {"createMemory": {"name": name}}
     try:
