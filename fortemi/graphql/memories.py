@@ -100,7 +100,11 @@ class MemoryMutation:
     )
     async def delete_memory(self, info: Info, name: str, confirm: str) -> bool:
         await info.context.authorize(Action.ADMIN, Resource.system())
-        await info.context.runtime.memories.delete(name, confirm=confirm)
+        runtime = info.context.runtime
+        await runtime.memories.delete(name, confirm=confirm)
+        # Its stored policies went with it (ON DELETE CASCADE); every replica must forget
+        # them now rather than at its next refresh.
+        await runtime.policies.invalidate()
         return True
 
     @strawberry.mutation(

@@ -188,3 +188,28 @@ async def test_a_request_whose_decision_cannot_be_audited_is_refused(
         body = await gql(CREATE, {"i": {"title": "unaudited"}}, token=people["dana"])
     assert error_codes(body) == ["SERVICE_UNAVAILABLE"]
     assert "unaudited" not in await _titles(gql, people["dana"])
+
+
+async def test_a_memory_recreated_under_an_old_name_does_not_inherit_its_grants(
+    gql: GraphQLCall, people: dict[str, str]
+) -> None:
+    name = "recycled_name"
+    create = "mutation($n: String!) { createMemory(name: $n) { name } }"
+    delete = "mutation($n: String!) { deleteMemory(name: $n, confirm: $n) }"
+    share = """mutation($m: String!) { setPolicy(input: {resourceType: PROJECT, name: "shared",
+        memory: $m, document: {version: 1, project: "shared", access_level: "public",
+        required_role: "viewer"}}) { version } }"""
+    asks_shared = 'query { notes(filter: {project: "shared"}) { totalCount } }'
+    await gql(create, {"n": name}, token=people["root"])
+    shared = await gql(share, {"m": name}, token=people["root"])
+    assert "errors" not in shared, shared
+    before = await gql(asks_shared, token=people["charlie"], memory=name)
+    assert before["data"] == {"notes": {"totalCount": 0}}
+    await gql(delete, {"n": name}, token=people["root"])
+    await gql(create, {"n": name}, token=people["root"])
+    try:
+        after = await gql(asks_shared, token=people["charlie"], memory=name)
+        assert error_codes(after) == ["FORBIDDEN"]
+        assert _reason(after) == "no_policy_default_deny"
+    finally:
+        await gql(delete, {"n": name}, token=people["root"])
