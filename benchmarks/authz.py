@@ -37,6 +37,7 @@ from pathlib import Path
 
 import redis.asyncio as redis
 
+from benchmarks._audit import audit_write_cost
 from benchmarks._common import (
     Latency,
     backing_services,
@@ -193,12 +194,39 @@ async def _run(args: argparse.Namespace, home: Path, urls: ServiceUrls, embedded
         _measure(args, policies, rng, load_seconds, snapshot_samples)
 
         # -- audit write cost ------------------------------------------------------------------
-        # TO BE ADDED by the audit log's owner: the cost of recording decisions (one
-        # AuditRecord per decision, and batched) through the real AuditSink on this
-        # database, printed as a third table. `db`, `policies` and the principals are ready.
+        await _audit_cost(urls, args.audit_requests)
     finally:
         await client.aclose()
         await db.close()
+
+
+async def _audit_cost(urls: ServiceUrls, requests: int) -> None:
+    """Recording a request's decisions (two, as a note write asks) through the real
+    AuditWriter, next to one unchained single-row INSERT per request (the baseline)."""
+    db = await Database.connect(urls.database, min_size=1, max_size=10)
+    try:
+        rows = []
+        for concurrency in (1, 16):
+            cost = await audit_write_cost(
+                db, requests=requests, decisions_per_request=2, concurrency=concurrency
+            )
+            for path in ("audit", "plain"):
+                rows.append(
+                    [
+                        str(concurrency),
+                        "AuditWriter (chained)" if path == "audit" else "plain INSERT",
+                        f"{cost[f'{path}_p50_us']:.0f}",
+                        f"{cost[f'{path}_p99_us']:.0f}",
+                        f"{cost[f'{path}_mean_us']:.0f}",
+                        f"{cost[f'{path}_rows_per_s']:,.0f}",
+                    ]
+                )
+    finally:
+        await db.close()
+    print()
+    print(f"audit write per request: 2 decisions, {requests} requests per row, pool of 10")
+    headers = ["conc.", "path", "p50 us", "p99 us", "mean us", "rows/s"]
+    print(table(headers, rows, "rlrrrr"), flush=True)
 
 
 def _measure(
@@ -270,6 +298,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--decisions", type=int, default=100_000, help="timed decisions")
     parser.add_argument("--seed", type=int, default=1, help="RNG seed for policies and asks")
     parser.add_argument("--home", help="FORTEMI_HOME to use (default: a fresh temporary one)")
+    parser.add_argument(
+        "--audit-requests", type=int, default=2000, help="requests per audit-cost row"
+    )
     args = parser.parse_args(argv)
     if min(args.projects, args.skills, args.decisions) < 1:
         parser.error("--projects, --skills and --decisions must be positive")

@@ -49,11 +49,14 @@ def check_access_level(policy: Policy, principal: Principal) -> tuple[bool, Reas
     level = policy.access_level
     if level is AccessLevel.PUBLIC:
         return True, Reason.ACCESS_LEVEL_PUBLIC
+    # Group level asks allowed_groups first: the seed's scenario has charlie (in the owner
+    # group *and* an allowed group) read poimen as `in_allowed_group`. The decision is the
+    # same either way; only the reason differs.
+    if level is AccessLevel.GROUP and not policy.allowed_groups.isdisjoint(principal.groups):
+        return True, Reason.IN_ALLOWED_GROUP
     if policy.owner_group is not None and policy.owner_group in principal.groups:
         return True, Reason.OWNER_GROUP
     if level is AccessLevel.GROUP:
-        if not policy.allowed_groups.isdisjoint(principal.groups):
-            return True, Reason.IN_ALLOWED_GROUP
         return False, Reason.NOT_IN_ALLOWED_GROUPS
     return False, Reason.NOT_IN_OWNER_GROUP
 

@@ -146,10 +146,9 @@ class AccessDecisionEngine:
         self, policies: PolicySet, principal: Principal, memory: str
     ) -> ReadScope:
         """:meth:`read_scope` without the cache: one evaluation per name with a policy."""
+        own = self.decide(policies, principal, Action.READ, Resource.of_memory(memory))
         return ReadScope(
-            memory=self.decide(
-                policies, principal, Action.READ, Resource.of_memory(memory)
-            ).allowed,
+            memory=own.allowed,
             projects=self._name_scope(policies, principal, ResourceType.PROJECT, memory),
             skills=self._name_scope(policies, principal, ResourceType.SKILL, memory),
             policy_version=policies.version,
@@ -165,7 +164,7 @@ class AccessDecisionEngine:
         exceptions: list[str] = []
         for name in policies.names(type_, memory):
             policy = policies.lookup(Resource(type_, name, memory))
-            if policy is None:  # pragma: no cover - names() lists only names with a policy
+            if policy is None:  # cannot happen: names() lists only names with a policy
                 continue
             allowed, _ = self._evaluate(policies, policy, principal, Action.READ)
             if allowed is not default_allows:

@@ -64,11 +64,8 @@ class PolicyError:
 
     def __str__(self) -> str:
         where = self.file if self.line is None else f"{self.file}:{self.line}"
-        return (
-            f"{where}: {self.message}"
-            if self.field is None
-            else (f"{where}: {self.field}: {self.message}")
-        )
+        what = self.message if self.field is None else f"{self.field}: {self.message}"
+        return f"{where}: {what}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,9 +51,10 @@ class FilePolicyProvider:
     ``default.yaml`` gives an empty set that denies everything, with an error saying so.
     """
 
-    def __init__(self, directory: Path, *, debounce_ms: int = 1600) -> None:
+    def __init__(self, directory: Path, *, debounce_ms: int = 1600, quiet_ms: int = 5000) -> None:
         self.directory = directory
-        self._debounce_ms = debounce_ms
+        self._debounce_ms = debounce_ms  # longest a burst of changes is gathered into one
+        self._quiet_ms = quiet_ms
         self._current: PolicySet | None = None
         self._lock = asyncio.Lock()  # one load at a time, so an older read never lands last
 
@@ -90,21 +91,39 @@ class FilePolicyProvider:
 
         ``on_reload`` (if given) is called with the set in force after each reload. A
         reload that fails unexpectedly is logged and the watch goes on.
+
+        Each time the watch is armed (at start, and when the directory comes back after
+        being removed: an inotify watch does not survive its directory) it reloads once
+        more after ``quiet_ms`` without changes, because whatever changed between the
+        last read and the arming raised no event.
         """
         await self.snapshot()
-        # watchfiles needs an existing path; a folder appearing fires no event we could
-        # wait on, so poll until an operator creates it.
-        while not self.directory.is_dir():  # noqa: ASYNC110
-            await asyncio.sleep(self._debounce_ms / 1000)
-        async for changes in watchfiles.awatch(self.directory, debounce=self._debounce_ms):
-            log.info("policy files changed (%d), reloading", len(changes))
-            try:
-                policies = await self.reload()
-            except Exception:
-                log.exception("policy reload failed; the previous set stays in force")
-                continue
-            if on_reload is not None:
-                on_reload(policies)
+        while True:
+            # A folder appearing fires no event we could wait on: poll for it.
+            while not self.directory.is_dir():  # noqa: ASYNC110
+                await asyncio.sleep(self._debounce_ms / 1000)
+            unseen = True  # changes may have landed before the watch was armed
+            async for changes in watchfiles.awatch(
+                self.directory,
+                debounce=self._debounce_ms,
+                rust_timeout=self._quiet_ms,
+                yield_on_timeout=True,  # an empty batch: armed, and quiet for quiet_ms
+            ):
+                if changes or unseen:
+                    unseen = False
+                    log.info("policy files changed (%d), reloading", len(changes))
+                    await self._reload_after_change(on_reload)
+                if not self.directory.is_dir():
+                    break
+
+    async def _reload_after_change(self, on_reload: Callable[[PolicySet], object] | None) -> None:
+        try:
+            policies = await self.reload()
+        except Exception:
+            log.exception("policy reload failed; the previous set stays in force")
+            return
+        if on_reload is not None:
+            on_reload(policies)
 
 
 def _first_set(contents: DirectoryContents) -> PolicySet:

@@ -86,10 +86,10 @@ def reference_decide(
     if level == "public":
         reason = "access_level_public"
     elif level == "group":
-        if owner is not None and owner in groups:
-            reason = "owner_group"
-        elif any(group in policy.get("allowed_groups", []) for group in groups):
+        if any(group in policy.get("allowed_groups", []) for group in groups):
             reason = "in_allowed_group"
+        elif owner is not None and owner in groups:
+            reason = "owner_group"
         else:
             return False, "not_in_allowed_groups"
     else:  # private

@@ -56,6 +56,15 @@ async def test_charlie_reads_poimen_because_he_is_in_an_allowed_group(
 ) -> None:
     await _create(gql, people["dana"], title="runbook", project="poimen")
     assert await _titles(gql, people["charlie"], {"project": "poimen"}) == ["runbook"]
+    recorded = await gql(
+        """{ auditLog(filter: {userId: "charlie", resourceName: "poimen"}, first: 1)
+             { edges { node { decision reason } } } }""",
+        token=people["auditor"],
+    )
+    assert recorded["data"]["auditLog"]["edges"][0]["node"] == {
+        "decision": "allow",
+        "reason": "in_allowed_group",
+    }
 
 
 async def test_alice_asking_for_poimen_is_forbidden_with_the_reason(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from fortemi.auth.policy import (
     build_policy_provider,
 )
 from fortemi.platform.database import Database
-from tests.unit.policy.helpers import principal
+from tests.unit.policy.helpers import SHIPPED, principal
 
 ENGINE = AccessDecisionEngine()
 ALICE = principal("alice", ["data-team"], ["viewer"])
@@ -114,3 +115,23 @@ async def test_a_hot_reload_reaches_the_cached_production_provider(
     path = tree / "projects" / "poimen" / "_access.yaml"
     async with watching(cached.inner.file, lambda _: None):
         await edit_until(path, OPENED, cached, alice_reads_poimen)
+
+
+async def test_a_removed_and_recreated_folder_is_watched_again(tree: Path) -> None:
+    provider = FilePolicyProvider(tree, debounce_ms=100, quiet_ms=200)
+    good = await provider.snapshot()
+    async with watching(provider, lambda _: None):
+        await asyncio.to_thread(shutil.rmtree, tree)
+        for _ in range(200):  # the last good set stays, with the reason
+            await asyncio.sleep(0.05)
+            if (await provider.snapshot()).errors:
+                break
+        gone = await provider.snapshot()
+        assert gone.version == good.version
+        assert [e.message for e in gone.errors] == ["the policy directory does not exist"]
+
+        # Back, with poimen opened: picked up although the folder's old watch is dead.
+        await asyncio.to_thread(shutil.copytree, SHIPPED, tree)
+        path = tree / "projects" / "poimen" / "_access.yaml"
+        back = await edit_until(path, OPENED, provider, alice_reads_poimen)
+        assert back.errors == ()

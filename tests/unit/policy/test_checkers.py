@@ -88,12 +88,12 @@ def test_public_admits_everyone() -> None:
     ("groups", "expected"),
     [
         (["owners"], (True, Reason.OWNER_GROUP)),
-        (["owners", "friends"], (True, Reason.OWNER_GROUP)),  # owner is asked first
+        (["owners", "friends"], (True, Reason.IN_ALLOWED_GROUP)),  # allowed groups first
         (["friends"], (True, Reason.IN_ALLOWED_GROUP)),
         (["strangers"], (False, Reason.NOT_IN_ALLOWED_GROUPS)),
     ],
 )
-def test_group_level_admits_the_owner_group_then_allowed_groups(
+def test_group_level_admits_allowed_groups_then_the_owner_group(
     groups: list[str], expected: tuple[bool, Reason]
 ) -> None:
     level = policy(access_level="group", owner_group="owners", allowed_groups=["friends"])

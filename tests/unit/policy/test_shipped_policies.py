@@ -62,9 +62,9 @@ def test_the_shipped_poimen_policy_is_the_documented_example(shipped: PolicySet)
 @pytest.mark.parametrize(
     ("who", "allowed", "reason"),
     [
-        # charlie is in platform-team, poimen's owner group, which the access-level check
-        # asks before allowed_groups: so his reason is owner_group.
-        (CHARLIE, True, Reason.OWNER_GROUP),
+        # The seed's scenario, verbatim: charlie (platform-team, devops-team) reads poimen
+        # because he is in an allowed group.
+        (CHARLIE, True, Reason.IN_ALLOWED_GROUP),
         (DAVE, True, Reason.IN_ALLOWED_GROUP),
         (ALICE, False, Reason.NOT_IN_ALLOWED_GROUPS),
     ],
