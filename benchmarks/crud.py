@@ -59,6 +59,7 @@ from benchmarks._common import (
 from benchmarks._notes import Payload, SqlNotes, payloads
 from benchmarks._server import bench_settings
 from fortemi.auth.local_issuer import LocalIssuer
+from fortemi.auth.policy import DatabasePolicyProvider
 from fortemi.graphql.relay import parse_note_id, to_global_id
 from fortemi.platform.database import Database, memory_schema
 from fortemi.platform.embedded import ServiceUrls
@@ -70,6 +71,11 @@ __all__ = ["main"]
 SEED_TARGET_MS = 100.0
 GOAL_MS = 10.0
 ACTOR = "bench"
+OPEN_POLICY = {
+    "access_level": "public",
+    "required_role": "viewer",
+    "actions": {"write": {"required_role": "editor"}, "delete": {"required_role": "editor"}},
+}
 
 _CREATE = (
     "mutation Create($input: CreateNoteInput!) { createNote(input: $input) "
@@ -217,6 +223,11 @@ async def _run(args: argparse.Namespace, home: Path, urls: ServiceUrls, embedded
     memories = MemoryService(db, migrations)
     memory = f"bench_{int(time.time())}_{random.randrange(10**6)}"
     await memories.create(memory, created_by=ACTOR)
+    # Default deny: the memory needs a policy before anyone may use it. Editors write, as
+    # in a real deployment; every request then pays for its decision and its audit row.
+    await DatabasePolicyProvider(db).put(
+        "memory", memory, memory, {"version": 1, "memory": memory, **OPEN_POLICY}, actor=ACTOR
+    )
     server = ServerProcess(
         "fortemi", port=port, home=home, urls=urls, loop=args.loop, http=args.http
     )
