@@ -50,6 +50,11 @@ def _owner(memory: str, note: NoteModel) -> Resource:
     return Resource.of_note(memory, note.project, note.skill)
 
 
+def _owned_by(note: NoteModel) -> tuple[str | None, str | None]:
+    """The owner the change was authorized for: the service re-checks it under the lock."""
+    return note.project, note.skill
+
+
 @strawberry.type
 class NoteQuery:
     @strawberry.field(description="A note by id (global or UUID), deleted or not; null if absent")
@@ -139,7 +144,7 @@ class NoteMutation:
             skill = current.skill if patch.skill is UNSET else patch.skill
             await info.context.authorize(Action.WRITE, Resource.of_note(memory, project, skill))
         note = await info.context.runtime.notes.update(
-            memory, current.id, patch, actor=info.context.caller.sub
+            memory, current.id, patch, actor=info.context.caller.sub, owner=_owned_by(current)
         )
         return Note.from_model(note)
 
@@ -148,7 +153,7 @@ class NoteMutation:
         memory, current = await info.context.readable_note(parse_note_id(id))
         await info.context.authorize(Action.DELETE, _owner(memory, current))
         note = await info.context.runtime.notes.delete(
-            memory, current.id, actor=info.context.caller.sub
+            memory, current.id, actor=info.context.caller.sub, owner=_owned_by(current)
         )
         return Note.from_model(note)
 
@@ -157,7 +162,7 @@ class NoteMutation:
         memory, current = await info.context.readable_note(parse_note_id(id))
         await info.context.authorize(Action.WRITE, _owner(memory, current))
         note = await info.context.runtime.notes.restore(
-            memory, current.id, actor=info.context.caller.sub
+            memory, current.id, actor=info.context.caller.sub, owner=_owned_by(current)
         )
         return Note.from_model(note)
 
@@ -165,7 +170,7 @@ class NoteMutation:
     async def purge_note(self, info: Info, id: strawberry.ID) -> bool:
         memory, current = await info.context.readable_note(parse_note_id(id))
         await info.context.authorize(Action.DELETE, _owner(memory, current))
-        await info.context.runtime.notes.purge(memory, current.id)
+        await info.context.runtime.notes.purge(memory, current.id, owner=_owned_by(current))
         return True
 
     @strawberry.mutation(description="Make a new version with the content of an old one")
@@ -173,7 +178,7 @@ class NoteMutation:
         memory, current = await info.context.readable_note(parse_note_id(id))
         await info.context.authorize(Action.WRITE, _owner(memory, current))
         note = await info.context.runtime.notes.restore_version(
-            memory, current.id, version, actor=info.context.caller.sub
+            memory, current.id, version, actor=info.context.caller.sub, owner=_owned_by(current)
         )
         return Note.from_model(note)
 

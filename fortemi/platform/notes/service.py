@@ -58,6 +58,22 @@ DEFAULT_PAGE_SIZE = 20
 _MAX_VERSION = 2**31 - 1  # note_version.version is an integer column
 
 
+# (project, skill): who owns a note, so whose policy governs it.
+Owner = tuple[str | None, str | None]
+
+
+def _same_owner(note: Note, owner: Owner | None) -> None:
+    """Callers authorize a change against the note's owner as they read it; under the row
+    lock, the note must still have that owner, or the permission checked was the wrong one.
+    """
+    if owner is not None and (note.project, note.skill) != owner:
+        raise Conflict(
+            f"Note {note.id} moved to another project or skill while you were changing it; "
+            "read it again and retry",
+            note_id=str(note.id),
+        )
+
+
 def _not_found(note_id: UUID) -> NotFound:
     return NotFound(f"Note {note_id} does not exist in this memory", note_id=str(note_id))
 
@@ -214,7 +230,13 @@ class NoteService:
             return await self._repo.insert(conn, row)
 
     async def update(
-        self, memory: str, note_id: UUID, patch: NotePatch, *, actor: str | None
+        self,
+        memory: str,
+        note_id: UUID,
+        patch: NotePatch,
+        *,
+        actor: str | None,
+        owner: Owner | None = None,
     ) -> Note:
         """Apply ``patch``; a new version when a versioned field changes.
 
@@ -224,7 +246,7 @@ class NoteService:
         """
         patch = validate_patch(patch, max_note_bytes=self._max_note_bytes)
         async with self._db.memory_transaction(memory) as conn:
-            current = await self._live(conn, note_id)
+            current = await self._live(conn, note_id, owner)
             expected = patch.expected_version
             if expected is not None and expected != current.version:
                 raise Conflict(
@@ -237,7 +259,13 @@ class NoteService:
             return await self._change(conn, current, apply_patch(state_of(current), patch), actor)
 
     async def restore_version(
-        self, memory: str, note_id: UUID, version: int, *, actor: str | None
+        self,
+        memory: str,
+        note_id: UUID,
+        version: int,
+        *,
+        actor: str | None,
+        owner: Owner | None = None,
     ) -> Note:
         """A new version whose versioned fields are those of ``version``.
 
@@ -245,7 +273,7 @@ class NoteService:
         current value. When the note already equals that version nothing is written.
         """
         async with self._db.memory_transaction(memory) as conn:
-            current = await self._live(conn, note_id)
+            current = await self._live(conn, note_id, owner)
             old = (
                 await self._repo.version(conn, note_id, version)
                 if _is_version_number(version)
@@ -255,9 +283,12 @@ class NoteService:
                 raise _no_version(note_id, version)
             return await self._change(conn, current, with_version(state_of(current), old), actor)
 
-    async def delete(self, memory: str, note_id: UUID, *, actor: str | None) -> Note:
+    async def delete(
+        self, memory: str, note_id: UUID, *, actor: str | None, owner: Owner | None = None
+    ) -> Note:
         """Soft-delete: the note stays readable by id and restorable; repeating is a no-op."""
         async with self._db.memory_transaction(memory) as conn:
+            await self._check_owner(conn, note_id, owner)
             note = await self._repo.soft_delete(conn, note_id, actor)
             if note is None:
                 note = await self._repo.get(conn, note_id)
@@ -265,9 +296,12 @@ class NoteService:
             raise _not_found(note_id)
         return note
 
-    async def restore(self, memory: str, note_id: UUID, *, actor: str | None) -> Note:
+    async def restore(
+        self, memory: str, note_id: UUID, *, actor: str | None, owner: Owner | None = None
+    ) -> Note:
         """Undo a soft delete; restoring a live note returns it unchanged."""
         async with self._db.memory_transaction(memory) as conn:
+            await self._check_owner(conn, note_id, owner)
             note = await self._repo.restore(conn, note_id, actor)
             if note is None:
                 note = await self._repo.get(conn, note_id)
@@ -275,9 +309,10 @@ class NoteService:
             raise _not_found(note_id)
         return note
 
-    async def purge(self, memory: str, note_id: UUID) -> None:
+    async def purge(self, memory: str, note_id: UUID, *, owner: Owner | None = None) -> None:
         """Remove a soft-deleted note with its original and versions, for good."""
         async with self._db.memory_transaction(memory) as conn:
+            await self._check_owner(conn, note_id, owner)
             if await self._repo.purge(conn, note_id):
                 return
             exists = await self._repo.get(conn, note_id) is not None
@@ -356,14 +391,22 @@ class NoteService:
             raise BadUserInput("first must be zero or a positive integer", field="first")
         return min(first, self._max_page_size)
 
-    async def _live(self, conn: Connection, note_id: UUID) -> Note:
-        """The note, locked for update; NotFound if absent, Conflict if soft-deleted."""
+    async def _live(self, conn: Connection, note_id: UUID, owner: Owner | None = None) -> Note:
+        """The note, locked for update; NotFound if absent, Conflict if soft-deleted or if
+        it no longer has ``owner``."""
         note = await self._repo.get(conn, note_id, lock=True)
         if note is None:
             raise _not_found(note_id)
+        _same_owner(note, owner)
         if note.deleted:
             raise Conflict(f"Note {note_id} is deleted; restore it first", note_id=str(note_id))
         return note
+
+    async def _check_owner(self, conn: Connection, note_id: UUID, owner: Owner | None) -> None:
+        if owner is not None:
+            note = await self._repo.get(conn, note_id, lock=True)
+            if note is not None:
+                _same_owner(note, owner)
 
     async def _change(
         self, conn: Connection, current: Note, target: NoteDraft, actor: str | None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fortemi.platform.errors import BadUserInput
+from fortemi.platform.errors import BadUserInput, Conflict
 from fortemi.platform.notes import (
     ChangePolicy,
     ExternalItem,
@@ -103,3 +103,24 @@ async def test_unreadable_notes_that_rank_first_never_shorten_the_first_page(
     page = await notes.list(memory, first=20, after=None, filter=NoteFilter(visibility=ONLY_P1))
     assert [note.title for _, note in page.items] == [f"ok{i}" for i in range(29, 9, -1)]
     assert page.has_next_page
+
+
+async def test_changes_authorized_for_an_owner_the_note_no_longer_has_are_refused(
+    notes: NoteService, memory: str
+) -> None:
+    note = await notes.create(memory, NoteDraft(title="t", project="p1"), actor="t")
+    stale = ("p2", None)  # what the caller was authorized for; the note is in p1
+    with pytest.raises(Conflict, match="moved"):
+        await notes.update(memory, note.id, NotePatch(title="x"), actor="t", owner=stale)
+    with pytest.raises(Conflict, match="moved"):
+        await notes.restore_version(memory, note.id, 1, actor="t", owner=stale)
+    with pytest.raises(Conflict, match="moved"):
+        await notes.delete(memory, note.id, actor="t", owner=stale)
+    assert (await notes.get(memory, note.id)).deleted is False  # type: ignore[union-attr]
+    await notes.delete(memory, note.id, actor="t", owner=("p1", None))
+    with pytest.raises(Conflict, match="moved"):
+        await notes.restore(memory, note.id, actor="t", owner=stale)
+    with pytest.raises(Conflict, match="moved"):
+        await notes.purge(memory, note.id, owner=stale)
+    await notes.purge(memory, note.id, owner=("p1", None))
+    assert await notes.get(memory, note.id) is None
