@@ -1,0 +1,1 @@
+"""Background work: the job record, its handlers, and the Dramatiq workers that run them."""
