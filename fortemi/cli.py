@@ -62,7 +62,7 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         urls = services.start(settings)
         with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-            runner.run(_serve_async(settings, urls))
+            runner.run(_serve_async(settings, urls, workers=not args.no_worker))
     except _Stop as stop:
         log.info("stopped by %s", stop)
     finally:
@@ -79,14 +79,23 @@ def _loop_factory() -> Any:
     return uvloop.new_event_loop
 
 
-async def _serve_async(settings: Settings, urls: Any) -> None:
+async def _serve_async(settings: Settings, urls: Any, *, workers: bool) -> None:
     import uvicorn
 
     from fortemi.app import create_app
     from fortemi.runtime import Runtime
+    from fortemi.workers.jobs.models import Tier
+    from fortemi.workers.pool import WorkerPool
+    from fortemi.workers.runtime import WorkerConfig
 
     runtime = await Runtime.open(settings, urls)
+    pool: WorkerPool | None = None
     try:
+        if workers:
+            # The embedded default runs jobs in this process: Dramatiq worker threads for
+            # every tier, with their own event loop and database pool.
+            pool = WorkerPool(runtime.broker, WorkerConfig.from_settings(settings, urls.database))
+            await asyncio.to_thread(pool.start, list(Tier), settings.worker_threads)
         config = uvicorn.Config(
             create_app(runtime),
             host=settings.host,
@@ -102,6 +111,8 @@ async def _serve_async(settings: Settings, urls: Any) -> None:
         finally:
             banner.cancel()
     finally:
+        if pool is not None:
+            await asyncio.to_thread(pool.stop)
         await runtime.close()
 
 
@@ -127,6 +138,19 @@ async def _banner(server: Any, runtime: Any) -> None:
         example = "--sub alice --group platform-team --role editor --ttl 1h"
         lines.append(f"mint more: {env}fortemi token {example}")
     print("\n".join(lines), flush=True)
+
+
+# -- worker -----------------------------------------------------------------------------------
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from fortemi.workers.jobs.models import Tier
+    from fortemi.workers.pool import run_worker_process
+
+    settings = _settings()
+    _logging(settings.log_level)
+    tiers = [Tier(tier) for tier in (args.tier or [t.value for t in Tier])]
+    return run_worker_process(settings, tiers, args.threads or settings.worker_threads)
 
 
 # -- token ------------------------------------------------------------------------------------
@@ -269,7 +293,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve = commands.add_parser("serve", help="run the GraphQL server")
     serve.add_argument("--host", help="bind address (FORTEMI_HOST, default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (FORTEMI_PORT, default 8000)")
+    serve.add_argument(
+        "--no-worker", action="store_true", help="run no jobs here (run `fortemi worker`)"
+    )
     serve.set_defaults(run=_serve)
+
+    worker = commands.add_parser("worker", help="run background jobs of some tiers")
+    worker.add_argument(
+        "--tier",
+        action="append",
+        choices=["cpu", "fast_gpu", "standard_gpu"],
+        help="a tier to run (repeatable; default all)",
+    )
+    worker.add_argument("--threads", type=int, help="job threads (FORTEMI_WORKER_THREADS)")
+    worker.set_defaults(run=_worker)
 
     token = commands.add_parser("token", help="mint an access token from the local issuer")
     token.add_argument("--sub", required=True, help="subject (user id)")

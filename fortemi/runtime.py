@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import dramatiq
 import httpx
 import redis.asyncio as redis
 from starlette.applications import Starlette
@@ -38,6 +39,13 @@ from fortemi.platform.memories.service import DEFAULT_MEMORY
 from fortemi.platform.migrations import Migrations
 from fortemi.platform.notes import NoteService
 from fortemi.platform.settings import Settings
+from fortemi.workers.broker import build_broker
+from fortemi.workers.dispatch import JobDispatcher
+from fortemi.workers.dispatch import dispatch as dispatch_jobs
+from fortemi.workers.jobs.models import Job
+from fortemi.workers.jobs.service import JobService
+from fortemi.workers.loops import relay_once
+from fortemi.workers.runtime import builtin_registry
 
 __all__ = ["Runtime"]
 
@@ -59,6 +67,9 @@ class Runtime:
     policies: RedisCachedPolicyProvider
     audit: AuditWriter
     authorizer: Authorizer
+    jobs: JobService
+    broker: dramatiq.Broker
+    dispatcher: JobDispatcher
     issuer: LocalIssuer | None
     http: httpx.AsyncClient
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
@@ -128,6 +139,7 @@ class Runtime:
 
         audit = AuditWriter(db, on_committed=publish)
         await audit.start()
+        broker_for_jobs = build_broker(urls.redis)
         runtime = cls(
             settings=settings,
             db=db,
@@ -144,13 +156,27 @@ class Runtime:
             policies=policies,
             audit=audit,
             authorizer=Authorizer(AccessDecisionEngine(), policies, audit),
+            # The API enqueues; workers (in this process under `serve`, or `fortemi worker`)
+            # run jobs with their own service on their own event loop.
+            jobs=JobService(db, builtin_registry(settings)(db)),
+            broker=broker_for_jobs,
+            dispatcher=JobDispatcher(broker_for_jobs),
             issuer=issuer,
             http=http,
         )
         runtime.tasks.append(asyncio.create_task(runtime.policy_files.watch()))
         return runtime
 
+    async def dispatch(self, job: Job) -> None:
+        """Wake a worker for ``job`` (committed already); the relay covers a lost message."""
+        await dispatch_jobs(self.jobs, self.dispatcher, [job])
+
+    async def redispatch_due(self) -> None:
+        """Wake workers for every runnable pending job now (after resuming, say)."""
+        await relay_once(self.jobs, self.dispatcher, resend_after_seconds=0)
+
     async def close(self) -> None:
+        self.broker.close()
         for task in self.tasks:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)

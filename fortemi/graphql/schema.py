@@ -24,6 +24,7 @@ from strawberry.types import ExecutionContext, ExecutionResult
 
 from fortemi.graphql.audit import AuditQuery, AuditSubscription
 from fortemi.graphql.errors import render_errors
+from fortemi.graphql.jobs import JobMutation, JobQuery
 from fortemi.graphql.memories import MemoryMutation, MemoryQuery
 from fortemi.graphql.notes import NoteMutation, NoteQuery
 from fortemi.graphql.notes.types import Note
@@ -33,8 +34,10 @@ from fortemi.platform.settings import Settings
 
 __all__ = ["build_schema", "print_sdl"]
 
-Query = merge_types("Query", (PrincipalQuery, MemoryQuery, NoteQuery, AuditQuery, PolicyQuery))
-Mutation = merge_types("Mutation", (MemoryMutation, NoteMutation, PolicyMutation))
+Query = merge_types(
+    "Query", (PrincipalQuery, MemoryQuery, NoteQuery, JobQuery, AuditQuery, PolicyQuery)
+)
+Mutation = merge_types("Mutation", (MemoryMutation, NoteMutation, JobMutation, PolicyMutation))
 Subscription = merge_types("Subscription", (AuditSubscription,))
 
 

@@ -105,6 +105,11 @@ class Settings(BaseSettings):
         default=1.0, gt=0, description="How often a replica checks for policy changes"
     )
 
+    # -- jobs --------------------------------------------------------------------------
+    worker_threads: int = Field(
+        default=2, ge=1, description="Job threads `serve` runs in-process (all tiers)"
+    )
+
     # -- limits ------------------------------------------------------------------------
     max_note_bytes: int = Field(default=1_048_576, ge=1)
     max_request_bytes: int = Field(default=8 * 1_048_576, ge=1024)

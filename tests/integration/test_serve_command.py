@@ -249,3 +249,25 @@ def _record(i: int) -> AuditRecord:
         reason="not_in_allowed_groups",
         policy_version="v",
     )
+
+
+def test_serve_runs_a_bulk_purge_job_to_completion_in_process(home: Path) -> None:
+    server = Server(home, _free_port())
+    try:
+        created = server.graphql('mutation { createNote(input: {title: "gone"}) { id } }')
+        note_id = created["data"]["createNote"]["id"]  # type: ignore[index]
+        server.graphql(f'mutation {{ deleteNote(id: "{note_id}") {{ id }} }}')
+        job = server.graphql(f'mutation {{ purgeNotes(ids: ["{note_id}"]) {{ id status }} }}')
+        job_id = job["data"]["purgeNotes"]["id"]  # type: ignore[index]
+        status = None
+        for _ in range(400):  # a bounded poll: the job runs on the in-process workers
+            read = server.graphql(f'{{ job(id: "{job_id}") {{ status result }} }}')
+            status = read["data"]["job"]["status"]  # type: ignore[index]
+            if status in ("COMPLETED", "FAILED"):
+                break
+            time.sleep(0.05)
+        assert status == "COMPLETED", read
+        gone = server.graphql(f'{{ note(id: "{note_id}") {{ id }} }}')
+        assert gone == {"data": {"note": None}}
+    finally:
+        server.stop(signal.SIGTERM)

@@ -36,7 +36,11 @@ OPEN_POLICY: dict[str, Any] = {
     "version": 1,
     "access_level": "public",
     "required_role": "viewer",
-    "actions": {"write": {"required_role": "editor"}, "delete": {"required_role": "editor"}},
+    "actions": {
+        "write": {"required_role": "editor"},
+        "delete": {"required_role": "editor"},
+        "admin": {"required_role": "admin"},
+    },
 }
 TEST_PROJECTS = ("p1", "p2")
 

@@ -1,0 +1,82 @@
+"""The built-in job types and the registry every Fortemi process starts from.
+
+``PurgeNote`` (tier cpu, priority 5): payload ``{"note_ids": ["<uuid>", ...]}`` in the
+job's memory. Each note is purged with :meth:`NoteService.purge`:
+
+* a soft-deleted note is removed for good;
+* a note already gone (purged by an earlier attempt or by someone else, or its memory
+  deleted) counts as done, so a retried or duplicated run leaves the same state;
+* a note that is not deleted (restored since the purge was asked for) is skipped, not
+  purged and not an error: one restored note must not hold back the rest of the batch,
+  and the requester sees it named in the result.
+
+Result: ``{"purged": [ids gone now], "skipped_not_deleted": [ids left alone]}``, each in
+payload order. A payload that is not a list of UUIDs, or a job without a memory, fails
+for good (``invalid_payload``, ``memory_required``): retrying cannot fix it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from fortemi.platform.errors import Conflict, NotFound
+from fortemi.platform.notes import NoteService
+from fortemi.workers.jobs.models import HandlerContext, JobOutcome, JobType, Tier
+from fortemi.workers.jobs.registry import JobRegistry
+
+__all__ = ["PURGE_NOTE", "default_registry", "purge_note_type"]
+
+PURGE_NOTE = "PurgeNote"
+
+
+def _note_ids(payload: dict[str, Any]) -> list[UUID] | None:
+    raw = payload.get("note_ids")
+    if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
+        return None
+    try:
+        return [UUID(item) for item in raw]
+    except ValueError:
+        return None
+
+
+def purge_note_type(notes: NoteService) -> JobType:
+    """The ``PurgeNote`` job type, purging through ``notes``."""
+
+    async def purge(context: HandlerContext) -> JobOutcome:
+        memory = context.job.memory
+        if memory is None:
+            return JobOutcome.failure("memory_required")
+        note_ids = _note_ids(context.job.payload)
+        if note_ids is None:
+            return JobOutcome.failure("invalid_payload")
+        purged: list[str] = []
+        skipped: list[str] = []
+        reported = -1
+        for done, note_id in enumerate(note_ids, start=1):
+            try:
+                await notes.purge(memory, note_id)
+                purged.append(str(note_id))
+            except NotFound:
+                purged.append(str(note_id))
+            except Conflict as exc:
+                # Only "this note is not deleted" means skip; a concurrency conflict (the
+                # same class, no note named) is transient and retried with the job.
+                if exc.extensions.get("note_id") != str(note_id):
+                    raise
+                skipped.append(str(note_id))
+            percent = done * 100 // len(note_ids)
+            # At most one progress write per percent: a 1,000-note batch costs 100, not 1,000.
+            if percent != reported:
+                await context.report_progress(percent, f"{done} of {len(note_ids)} notes")
+                reported = percent
+        return JobOutcome.success({"purged": purged, "skipped_not_deleted": skipped})
+
+    return JobType(name=PURGE_NOTE, tier=Tier.CPU, priority=5, handler=purge)
+
+
+def default_registry(notes: NoteService) -> JobRegistry:
+    """A registry with every built-in job type (webhook delivery will join later)."""
+    registry = JobRegistry()
+    registry.register(purge_note_type(notes))
+    return registry

@@ -1,0 +1,1 @@
+"""The worker runtime against real PostgreSQL and Redis: dispatch, execution, recovery."""

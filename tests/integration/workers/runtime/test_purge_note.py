@@ -1,0 +1,94 @@
+"""The built-in PurgeNote job, run by a worker against a real memory."""
+
+from __future__ import annotations
+
+from uuid import UUID, uuid4
+
+import pytest
+
+from fortemi.platform.database import Database
+from fortemi.platform.notes import NoteDraft, NoteService
+from fortemi.workers.handlers import PURGE_NOTE
+from fortemi.workers.jobs.models import FailureClass, JobStatus
+from tests.integration.workers.runtime.conftest import Jobs, Pools
+from tests.integration.workers.runtime.jobtypes import MAX_NOTE_BYTES
+
+
+@pytest.fixture
+def notes(runtime_db: Database) -> NoteService:
+    return NoteService(
+        runtime_db, max_note_bytes=MAX_NOTE_BYTES, max_page_size=50, max_upsert_batch=10
+    )
+
+
+async def _note(notes: NoteService, memory: str, *, deleted: bool) -> UUID:
+    note = await notes.create(memory, NoteDraft(title="t", content="c"), actor="test")
+    if deleted:
+        await notes.delete(memory, note.id, actor="test")
+    return note.id
+
+
+async def test_purge_note_job_purges_deleted_notes_and_skips_live_ones(
+    jobs: Jobs, pools: Pools, notes: NoteService, runtime_memory: str
+) -> None:
+    deleted = [await _note(notes, runtime_memory, deleted=True) for _ in range(2)]
+    live = await _note(notes, runtime_memory, deleted=False)
+    never = uuid4()  # already gone counts as done
+    ids = [str(deleted[0]), str(live), str(never), str(deleted[1])]
+    await pools.start()
+
+    job = await jobs.submit(PURGE_NOTE, memory=runtime_memory, payload={"note_ids": ids})
+
+    done = await jobs.reach(job.id, JobStatus.COMPLETED)
+    assert done.result == {
+        "purged": [str(deleted[0]), str(never), str(deleted[1])],
+        "skipped_not_deleted": [str(live)],
+    }
+    assert [await notes.get(runtime_memory, i) for i in deleted] == [None, None]
+    assert await notes.get(runtime_memory, live) is not None
+
+
+async def test_purge_note_job_run_again_leaves_the_same_state(
+    jobs: Jobs, pools: Pools, notes: NoteService, runtime_memory: str
+) -> None:
+    deleted = await _note(notes, runtime_memory, deleted=True)
+    live = await _note(notes, runtime_memory, deleted=False)
+    payload = {"note_ids": [str(deleted), str(live)]}
+    await pools.start()
+
+    first = await jobs.submit(PURGE_NOTE, memory=runtime_memory, payload=payload)
+    first_done = await jobs.reach(first.id, JobStatus.COMPLETED)
+    again = await jobs.submit(PURGE_NOTE, memory=runtime_memory, payload=payload)
+    again_done = await jobs.reach(again.id, JobStatus.COMPLETED)
+
+    assert again_done.result == first_done.result
+    assert await notes.get(runtime_memory, deleted) is None
+    still = await notes.get(runtime_memory, live)
+    assert still is not None
+    assert still.deleted_at is None
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [{}, {"note_ids": "not-a-list"}, {"note_ids": ["not-a-uuid"]}, {"note_ids": [7]}],
+)
+async def test_purge_note_job_with_a_malformed_payload_fails_for_good(
+    jobs: Jobs, pools: Pools, runtime_memory: str, payload: dict[str, object]
+) -> None:
+    await pools.start()
+    job = await jobs.submit(PURGE_NOTE, memory=runtime_memory, payload=payload)
+
+    failed = await jobs.reach(job.id, JobStatus.FAILED)
+    assert (failed.failure_class, failed.failure_code) == (
+        FailureClass.PERMANENT,
+        "invalid_payload",
+    )
+    assert failed.attempts == 1
+
+
+async def test_purge_note_job_without_a_memory_fails_for_good(jobs: Jobs, pools: Pools) -> None:
+    await pools.start()
+    job = await jobs.submit(PURGE_NOTE, payload={"note_ids": [str(uuid4())]})
+
+    failed = await jobs.reach(job.id, JobStatus.FAILED)
+    assert failed.failure_code == "memory_required"
