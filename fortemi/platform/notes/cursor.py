@@ -1,54 +1,11 @@
-"""Opaque page cursors for keyset pagination over notes.
-
-A cursor is the position of a note in the list order (``created_at DESC, id DESC``):
-base64url, unpadded, of the JSON ``["n1", created_at ISO-8601, id]``. Clients must treat it
-as opaque; the ``"n1"`` tag lets the format change later without misreading old cursors.
-A cursor only names a position, so a forged one can at most start a page somewhere else;
-anything that does not decode to a position is the caller's error, never a server error.
-"""
+"""Opaque page cursors over notes (see :class:`fortemi.platform.sql.KeysetCursor`)."""
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
-from datetime import datetime
-from uuid import UUID
-
-from fortemi.platform.errors import BadUserInput
+from fortemi.platform.sql import KeysetCursor
 
 __all__ = ["decode_cursor", "encode_cursor"]
 
-_TAG = "n1"
-# A real cursor is about 110 characters; anything far longer is not one of ours.
-_MAX_CURSOR_CHARS = 256
-
-
-def encode_cursor(created_at: datetime, note_id: UUID) -> str:
-    payload = json.dumps([_TAG, created_at.isoformat(), str(note_id)], separators=(",", ":"))
-    return base64.urlsafe_b64encode(payload.encode("ascii")).rstrip(b"=").decode("ascii")
-
-
-def _invalid() -> BadUserInput:
-    return BadUserInput(
-        "after is not a valid cursor; pass the cursor of an item from a previous page",
-        field="after",
-    )
-
-
-def decode_cursor(cursor: str) -> tuple[datetime, UUID]:
-    """The (created_at, id) position ``cursor`` names; BadUserInput if it names none."""
-    if not isinstance(cursor, str) or not 0 < len(cursor) <= _MAX_CURSOR_CHARS:
-        raise _invalid()
-    try:
-        raw = base64.b64decode(cursor + "=" * (-len(cursor) % 4), altchars=b"-_", validate=True)
-        tag, created_at, note_id = json.loads(raw.decode("ascii"))
-        if tag != _TAG or not isinstance(created_at, str) or not isinstance(note_id, str):
-            raise _invalid()
-        position = datetime.fromisoformat(created_at), UUID(note_id)
-    except (binascii.Error, UnicodeDecodeError, ValueError, TypeError) as exc:
-        # json.JSONDecodeError is a ValueError; unpacking a wrong shape is Value/TypeError.
-        raise _invalid() from exc
-    if position[0].tzinfo is None:
-        raise _invalid()
-    return position
+_CURSOR = KeysetCursor("n1")
+encode_cursor = _CURSOR.encode
+decode_cursor = _CURSOR.decode

@@ -28,6 +28,7 @@ from fortemi.platform.notes.models import (
     NoteVersion,
     NoteVisibility,
 )
+from fortemi.platform.sql import Where
 
 __all__ = ["NoteInsert", "NoteRepository", "NoteWrite"]
 
@@ -219,25 +220,8 @@ def _version(row: asyncpg.Record) -> NoteVersion:
     )
 
 
-class _Where:
-    """A WHERE clause from fixed fragments; every value becomes the next ``$n``."""
-
-    def __init__(self) -> None:
-        self.clauses: list[str] = []
-        self.args: list[Any] = []
-
-    def add(self, fragment: str, *values: Any) -> None:
-        """``fragment`` names its values ``{0}``, ``{1}``...; they become placeholders."""
-        first = len(self.args) + 1
-        self.args.extend(values)
-        self.clauses.append(fragment.format(*(f"${first + i}" for i in range(len(values)))))
-
-    def sql(self) -> str:
-        return " AND ".join(self.clauses) if self.clauses else "true"
-
-
-def _filter(note_filter: NoteFilter) -> _Where:
-    f, where = note_filter, _Where()
+def _filter(note_filter: NoteFilter) -> Where:
+    f, where = note_filter, Where()
     where.add("deleted_at IS NOT NULL" if f.deleted else "deleted_at IS NULL")
     if f.tags_all:
         where.add("tags @> {0}::text[]", list(f.tags_all))
@@ -261,7 +245,7 @@ def _filter(note_filter: NoteFilter) -> _Where:
     return where
 
 
-def _visible(where: _Where, visibility: NoteVisibility) -> None:
+def _visible(where: Where, visibility: NoteVisibility) -> None:
     """The caller's read scope as one predicate, applied before ordering and LIMIT."""
     projects, skills = visibility.projects, visibility.skills
     where.add(

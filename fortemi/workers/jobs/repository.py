@@ -25,6 +25,7 @@ import asyncpg
 
 from fortemi.platform.database import Connection
 from fortemi.platform.errors import Conflict, NotFound
+from fortemi.platform.sql import Where
 from fortemi.workers.jobs.models import FailureClass, Job, JobStatus, Tier
 
 __all__ = ["JobInsert", "JobPause", "JobRepository", "ListQuery", "StatsRow"]
@@ -255,23 +256,6 @@ def _job(row: asyncpg.Record) -> Job:
     )
 
 
-class _Where:
-    """A WHERE clause from fixed fragments; every value becomes the next ``$n``."""
-
-    def __init__(self) -> None:
-        self.clauses: list[str] = []
-        self.args: list[Any] = []
-
-    def add(self, fragment: str, *values: Any) -> None:
-        """``fragment`` names its values ``{0}``, ``{1}``...; they become placeholders."""
-        first = len(self.args) + 1
-        self.args.extend(values)
-        self.clauses.append(fragment.format(*(f"${first + i}" for i in range(len(values)))))
-
-    def sql(self) -> str:
-        return " AND ".join(self.clauses) if self.clauses else "true"
-
-
 @dataclass(frozen=True, slots=True)
 class ListQuery:
     """Validated list filters (enum values as their text)."""
@@ -390,7 +374,7 @@ class JobRepository:
         limit: int,
     ) -> builtins.list[Job]:
         """Jobs newest first (id breaks ties), strictly after the ``after`` position."""
-        where = _Where()
+        where = Where()
         for column in ("status", "type", "tier", "memory"):
             value = getattr(query, column)
             if value is not None:
