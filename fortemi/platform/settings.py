@@ -109,6 +109,11 @@ class Settings(BaseSettings):
     worker_threads: int = Field(
         default=2, ge=1, description="Job threads `serve` runs in-process (all tiers)"
     )
+    worker_lease_seconds: float = Field(default=60.0, gt=0)
+    worker_grace_seconds: float = Field(default=30.0, ge=0)
+    worker_idle_poll_ms: int = Field(default=100, ge=10, le=5000)
+    job_maintenance_interval_seconds: float = Field(default=5.0, gt=0)
+    job_resend_after_seconds: float = Field(default=30.0, gt=0)
 
     # -- limits ------------------------------------------------------------------------
     max_note_bytes: int = Field(default=1_048_576, ge=1)

@@ -29,7 +29,6 @@ from fortemi.platform.settings import Settings
 from fortemi.workers.broker import DEFAULT_NAMESPACE, WakeReceiver, build_broker, queue_name
 from fortemi.workers.jobs.backoff import Backoff
 from fortemi.workers.jobs.models import Tier
-from fortemi.workers.loops import DEFAULT_RESEND_AFTER_SECONDS
 from fortemi.workers.runtime import (
     JobRuntime,
     RegistryFactory,
@@ -124,12 +123,12 @@ def run_worker_process(
     *,
     registry: RegistryFactory | None = None,
     warmers: Mapping[Tier, Warmer] | None = None,
-    lease_seconds: float = 60.0,
+    lease_seconds: float | None = None,
     backoff: Backoff | None = None,
     namespace: str = DEFAULT_NAMESPACE,
-    maintenance_interval_seconds: float = 5.0,
-    resend_after_seconds: float = DEFAULT_RESEND_AFTER_SECONDS,
-    grace_seconds: float = 30.0,
+    maintenance_interval_seconds: float | None = None,
+    resend_after_seconds: float | None = None,
+    grace_seconds: float | None = None,
 ) -> int:
     """``fortemi worker``: run jobs of ``tiers`` with ``threads`` threads until SIGTERM/SIGINT.
 
@@ -145,16 +144,20 @@ def run_worker_process(
     try:
         urls = services.start(settings)
         asyncio.run(_migrate(settings, urls.database))
+        # Arguments given here win over the settings (tests shorten leases this way).
+        given = {
+            "lease_seconds": lease_seconds,
+            "maintenance_interval_seconds": maintenance_interval_seconds,
+            "resend_after_seconds": resend_after_seconds,
+            "grace_seconds": grace_seconds,
+        }
         config = WorkerConfig.from_settings(
             settings,
             urls.database,
             registry=registry,
-            lease_seconds=lease_seconds,
             backoff=backoff or Backoff(),
-            maintenance_interval_seconds=maintenance_interval_seconds,
-            resend_after_seconds=resend_after_seconds,
-            grace_seconds=grace_seconds,
             warmers=dict(warmers or {}),
+            **{name: value for name, value in given.items() if value is not None},
         )
         broker = build_broker(urls.redis, namespace=namespace)
         pool = WorkerPool(broker, config)

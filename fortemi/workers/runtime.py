@@ -124,11 +124,18 @@ class WorkerConfig:
         **overrides: Any,
     ) -> WorkerConfig:
         """The config for ``settings``; ``overrides`` set any other field by name."""
+        fields: dict[str, Any] = {
+            "statement_timeout_ms": settings.db_statement_timeout_ms,
+            "lease_seconds": settings.worker_lease_seconds,
+            "grace_seconds": settings.worker_grace_seconds,
+            "idle_poll_ms": settings.worker_idle_poll_ms,
+            "maintenance_interval_seconds": settings.job_maintenance_interval_seconds,
+            "resend_after_seconds": settings.job_resend_after_seconds,
+        }
         return cls(
             database_url=database_url,
             registry=registry or builtin_registry(settings),
-            statement_timeout_ms=settings.db_statement_timeout_ms,
-            **overrides,
+            **{**fields, **overrides},
         )
 
 
