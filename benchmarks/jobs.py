@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -37,6 +38,8 @@ from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 from uuid import UUID
+
+import dramatiq
 
 from benchmarks._common import (
     Latency,
@@ -125,6 +128,40 @@ async def _drain(
     return [str(threads), str(n), f"{n / span:,.0f}", f"{span:.2f}", f"{wall:.2f}"]
 
 
+def _raw_drain(redis_url: str, n: int, threads: int) -> float:
+    """Raw Dramatiq, the baseline: the same broker set-up, a no-op actor, no job rows.
+
+    n messages are queued, then a Worker with ``threads`` threads drains them; returns
+    the wall seconds from the worker's start to the last message processed.
+    """
+    broker = build_broker(redis_url, namespace=f"bench-raw-{uuid.uuid4().hex[:8]}")
+    done = threading.Event()
+    lock = threading.Lock()
+    count = 0
+
+    def noop() -> None:
+        nonlocal count
+        with lock:
+            count += 1
+            if count == n:
+                done.set()
+
+    actor = dramatiq.actor(noop, broker=broker, queue_name="raw", max_retries=0)
+    for _ in range(n):
+        actor.send()
+    worker = dramatiq.Worker(broker, queues={"raw"}, worker_threads=threads, worker_timeout=100)
+    started = time.perf_counter()
+    worker.start()
+    try:
+        if not done.wait(timeout=600):
+            raise RuntimeError(f"raw Dramatiq drained only {count} of {n} messages")
+        return time.perf_counter() - started
+    finally:
+        worker.stop()
+        broker.flush_all()
+        broker.close()
+
+
 async def _pickup(
     db: Database, service: JobService, dispatcher: JobDispatcher, pool: WorkerPool, m: int,
     gap: float,
@@ -185,9 +222,15 @@ async def _measure(
         rows = []
         for count in threads:
             pool = WorkerPool(broker, replace(config, idle_poll_ms=100))
-            rows.append(await _drain(db, service, dispatcher, pool, args.jobs, count))
-        print("## drain (backlog of no-op jobs, idle_poll_ms=100)")
-        print(table(["threads", "jobs", "jobs/s", "span s", "wall s"], rows, "rrrrr"))
+            row = await _drain(db, service, dispatcher, pool, args.jobs, count)
+            raw_wall = await asyncio.to_thread(_raw_drain, urls.redis, args.jobs, count)
+            ours = args.jobs / float(row[4])
+            raw = args.jobs / raw_wall
+            rows.append([*row, f"{raw:,.0f}", f"{ours / raw:.2f}x"])
+        print("## drain (backlog of no-op jobs, idle_poll_ms=100), next to raw Dramatiq")
+        headers = ["threads", "jobs", "jobs/s", "span s", "wall s", "raw msgs/s", "ours/raw"]
+        print(table(headers, rows, "rrrrrrr"))
+        print("ours/raw compares wall-clock rates: job rows, claims and finishes included")
         print()
         rows = []
         cases = [
