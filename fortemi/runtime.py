@@ -34,6 +34,7 @@ from fortemi.auth.policy import (
 from fortemi.auth.tokens import TokenValidator
 from fortemi.platform.database import Database
 from fortemi.platform.embedded import ServiceUrls
+from fortemi.platform.events import EventBus
 from fortemi.platform.memories import MemoryService
 from fortemi.platform.memories.service import DEFAULT_MEMORY
 from fortemi.platform.migrations import Migrations
@@ -68,6 +69,7 @@ class Runtime:
     audit: AuditWriter
     authorizer: Authorizer
     jobs: JobService
+    events: EventBus
     broker: dramatiq.Broker
     dispatcher: JobDispatcher
     issuer: LocalIssuer | None
@@ -159,6 +161,7 @@ class Runtime:
             # The API enqueues; workers (in this process under `serve`, or `fortemi worker`)
             # run jobs with their own service on their own event loop.
             jobs=JobService(db, builtin_registry(settings)(db)),
+            events=EventBus(broker),
             broker=broker_for_jobs,
             dispatcher=JobDispatcher(broker_for_jobs),
             issuer=issuer,

@@ -6,7 +6,8 @@ Resolvers reach authorization only through the methods here, which go through th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import logging
+from dataclasses import dataclass, field, replace
 from typing import Any
 from uuid import UUID
 
@@ -19,11 +20,14 @@ from fortemi.auth.access import RequestTrace
 from fortemi.auth.decision import Action, Decision, Resource
 from fortemi.auth.policy import NameScope, ReadScope
 from fortemi.auth.principal import Principal
-from fortemi.platform.errors import NotFound, Unauthenticated
+from fortemi.platform.errors import FortemiError, NotFound, Unauthenticated
+from fortemi.platform.events import Event
 from fortemi.platform.notes import NameSet, Note, NoteVisibility
 from fortemi.runtime import Runtime
 
 __all__ = ["Context", "Info", "visibility_of"]
+
+log = logging.getLogger(__name__)
 
 
 def _names(scope: NameScope) -> NameSet:
@@ -81,6 +85,14 @@ class Context:
             scope = await self.runtime.authorizer.read_scope(self.caller, memory, self.trace)
             self._visibility[memory] = visibility_of(scope)
         return self._visibility[memory]
+
+    async def notify(self, event: Event) -> None:
+        """Publish ``event`` after the change it reports committed. A failure is logged,
+        never raised: the change stands, and events are notifications, not the record."""
+        try:
+            await self.runtime.events.publish(replace(event, correlation_id=self.request_id))
+        except FortemiError:
+            log.warning("event %s for %s not published", event.type, event.entity_id)
 
     async def readable_note(self, note_id: UUID) -> tuple[str, Note]:
         """The request's memory and the note, or NOT_FOUND if absent *or* unreadable.

@@ -24,6 +24,7 @@ from strawberry.types import ExecutionContext, ExecutionResult
 
 from fortemi.graphql.audit import AuditQuery, AuditSubscription
 from fortemi.graphql.errors import render_errors
+from fortemi.graphql.events import EventSubscription
 from fortemi.graphql.jobs import JobMutation, JobQuery
 from fortemi.graphql.memories import MemoryMutation, MemoryQuery
 from fortemi.graphql.notes import NoteMutation, NoteQuery
@@ -38,7 +39,7 @@ Query = merge_types(
     "Query", (PrincipalQuery, MemoryQuery, NoteQuery, JobQuery, AuditQuery, PolicyQuery)
 )
 Mutation = merge_types("Mutation", (MemoryMutation, NoteMutation, JobMutation, PolicyMutation))
-Subscription = merge_types("Subscription", (AuditSubscription,))
+Subscription = merge_types("Subscription", (EventSubscription, AuditSubscription))
 
 
 class FortemiSchema(strawberry.Schema):

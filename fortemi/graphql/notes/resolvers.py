@@ -30,9 +30,10 @@ from fortemi.graphql.notes.types import (
     NoteVersion,
     UpsertExternalNotesPayload,
 )
-from fortemi.graphql.relay import from_global_id, parse_note_id
+from fortemi.graphql.relay import from_global_id, parse_note_id, to_global_id
 from fortemi.platform.errors import NotFound
-from fortemi.platform.notes import UNSET, NoteFilter
+from fortemi.platform.events import Event
+from fortemi.platform.notes import UNSET, NoteFilter, UpsertOutcome
 from fortemi.platform.notes import Note as NoteModel
 
 __all__ = ["NoteMutation", "NoteQuery"]
@@ -48,6 +49,18 @@ async def _readable_or_none(info: Info, note_id: str) -> NoteModel | None:
 
 def _owner(memory: str, note: NoteModel) -> Resource:
     return Resource.of_note(memory, note.project, note.skill)
+
+
+def _changed(kind: str, memory: str, note: NoteModel, actor: str) -> Event:
+    """A note event; the payload carries the owner so subscribers can be filtered."""
+    return Event(
+        type=f"note.{kind}",
+        entity_type="note",
+        entity_id=to_global_id("Note", note.id),
+        memory=memory,
+        actor=actor,
+        payload={"version": note.version, "project": note.project, "skill": note.skill},
+    )
 
 
 def _owned_by(note: NoteModel) -> tuple[str | None, str | None]:
@@ -131,6 +144,7 @@ class NoteMutation:
             Action.WRITE, Resource.of_note(memory, draft.project, draft.skill)
         )
         note = await info.context.runtime.notes.create(memory, draft, actor=info.context.caller.sub)
+        await info.context.notify(_changed("created", memory, note, info.context.caller.sub))
         return Note.from_model(note)
 
     @strawberry.mutation(description="Update a note; content changes make a new version")
@@ -146,6 +160,7 @@ class NoteMutation:
         note = await info.context.runtime.notes.update(
             memory, current.id, patch, actor=info.context.caller.sub, owner=_owned_by(current)
         )
+        await info.context.notify(_changed("updated", memory, note, info.context.caller.sub))
         return Note.from_model(note)
 
     @strawberry.mutation(description="Soft-delete a note (restoreNote brings it back)")
@@ -155,6 +170,7 @@ class NoteMutation:
         note = await info.context.runtime.notes.delete(
             memory, current.id, actor=info.context.caller.sub, owner=_owned_by(current)
         )
+        await info.context.notify(_changed("deleted", memory, note, info.context.caller.sub))
         return Note.from_model(note)
 
     @strawberry.mutation
@@ -164,6 +180,7 @@ class NoteMutation:
         note = await info.context.runtime.notes.restore(
             memory, current.id, actor=info.context.caller.sub, owner=_owned_by(current)
         )
+        await info.context.notify(_changed("restored", memory, note, info.context.caller.sub))
         return Note.from_model(note)
 
     @strawberry.mutation(description="Permanently remove a soft-deleted note and its history")
@@ -171,6 +188,7 @@ class NoteMutation:
         memory, current = await info.context.readable_note(parse_note_id(id))
         await info.context.authorize(Action.DELETE, _owner(memory, current))
         await info.context.runtime.notes.purge(memory, current.id, owner=_owned_by(current))
+        await info.context.notify(_changed("purged", memory, current, info.context.caller.sub))
         return True
 
     @strawberry.mutation(description="Make a new version with the content of an old one")
@@ -180,6 +198,7 @@ class NoteMutation:
         note = await info.context.runtime.notes.restore_version(
             memory, current.id, version, actor=info.context.caller.sub, owner=_owned_by(current)
         )
+        await info.context.notify(_changed("updated", memory, note, info.context.caller.sub))
         return Note.from_model(note)
 
     @strawberry.mutation(description="Create or update notes keyed by (source, externalId)")
@@ -207,4 +226,10 @@ class NoteMutation:
         results = await service.upsert_external(
             memory, input.source, items, input.on_change, actor=info.context.caller.sub
         )
+        for result in results:
+            if result.outcome in (UpsertOutcome.CREATED, UpsertOutcome.UPDATED):
+                kind = "created" if result.outcome is UpsertOutcome.CREATED else "updated"
+                await info.context.notify(
+                    _changed(kind, memory, result.note, info.context.caller.sub)
+                )
         return UpsertExternalNotesPayload.from_results(results)

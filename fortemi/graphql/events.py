@@ -1,0 +1,75 @@
+"""Live events over graphql-transport-ws: what changed, as it happens.
+
+Each subscription is scoped to the request's memory and to what the subscriber may read
+(the same read scope lists use, computed once when it starts), ends when the token
+expires, and can resume after the last event id it saw; an id older than the replay
+buffer is answered with CONFLICT (reason ``resync_required``): re-read, then resubscribe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from datetime import datetime
+
+import strawberry
+from strawberry.scalars import JSON
+
+from fortemi.auth.decision import Action, Resource
+from fortemi.graphql.context import Info
+from fortemi.graphql.subscriptions import until_token_expires
+from fortemi.platform import events as bus
+
+__all__ = ["EventSubscription"]
+
+
+@strawberry.type(description="Something that happened, in a versioned envelope")
+class Event:
+    id: strawberry.ID = strawberry.field(description="Resume after this with `after`")
+    type: str
+    at: datetime
+    memory: str | None
+    actor: str | None
+    entity_type: str
+    entity_id: str
+    correlation_id: str | None
+    payload: JSON
+    version: int
+
+    @classmethod
+    def from_model(cls, event: bus.Event) -> Event:
+        return cls(
+            id=strawberry.ID(event.id),
+            type=event.type,
+            at=event.at,
+            memory=event.memory,
+            actor=event.actor,
+            entity_type=event.entity_type,
+            entity_id=event.entity_id,
+            correlation_id=event.correlation_id,
+            payload=JSON(dict(event.payload)),
+            version=event.version,
+        )
+
+
+@strawberry.type
+class EventSubscription:
+    @strawberry.subscription(description="Changes to notes you may read in this memory")
+    async def note_events(
+        self, info: Info, types: list[str] | None = None, after: str | None = None
+    ) -> AsyncGenerator[Event, None]:
+        context = info.context
+        memory = await context.memory()
+        await context.authorize(Action.READ, Resource.of_memory(memory))
+        visible = await context.visibility(memory)
+        wanted = set(types or ())
+        source = context.runtime.events.subscribe(after=after)
+        try:
+            async for event in until_token_expires(info, source):
+                if event.memory != memory or event.entity_type != "note":
+                    continue
+                if wanted and event.type not in wanted:
+                    continue
+                if visible.allows(event.payload.get("project"), event.payload.get("skill")):
+                    yield Event.from_model(event)
+        finally:
+            await source.aclose()
