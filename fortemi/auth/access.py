@@ -48,10 +48,6 @@ class Authorizer:
         self._audit = audit
         self._clock = clock
 
-    @property
-    def policies(self) -> PolicyProvider:
-        return self._policies
-
     async def decide_all(
         self,
         principal: Principal,

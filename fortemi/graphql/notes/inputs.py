@@ -37,6 +37,22 @@ def _given(value: Any, name: str, *, nullable: bool) -> Any:
     return value
 
 
+def _content_fields(source: UpdateNoteInput | ExternalNoteInput) -> dict[str, Any]:
+    """The fields an update and an upsert item share: omitted stays UNSET, and null is
+    refused except where it means "clear" (collection, project, skill)."""
+    tags = _given(source.tags, "tags", nullable=False)
+    return {
+        "title": _given(source.title, "title", nullable=False),
+        "content": _given(source.content, "content", nullable=False),
+        "format": _given(source.format, "format", nullable=False),
+        "metadata": _given(source.metadata, "metadata", nullable=False),
+        "tags": tags if tags is model.UNSET else tuple(tags),
+        "collection": _given(source.collection, "collection", nullable=True),
+        "project": _given(source.project, "project", nullable=True),
+        "skill": _given(source.skill, "skill", nullable=True),
+    }
+
+
 @strawberry.input(name="NoteFilter")
 class NoteFilterInput:
     tags: list[str] | None = strawberry.field(
@@ -123,16 +139,8 @@ class UpdateNoteInput:
     )
 
     def to_model(self) -> model.NotePatch:
-        tags = _given(self.tags, "tags", nullable=False)
         return model.NotePatch(
-            title=_given(self.title, "title", nullable=False),
-            content=_given(self.content, "content", nullable=False),
-            format=_given(self.format, "format", nullable=False),
-            metadata=_given(self.metadata, "metadata", nullable=False),
-            tags=tags if tags is model.UNSET else tuple(tags),
-            collection=_given(self.collection, "collection", nullable=True),
-            project=_given(self.project, "project", nullable=True),
-            skill=_given(self.skill, "skill", nullable=True),
+            **_content_fields(self),
             starred=_given(self.starred, "starred", nullable=False),
             archived=_given(self.archived, "archived", nullable=False),
             expected_version=self.expected_version,
@@ -152,18 +160,7 @@ class ExternalNoteInput:
     skill: str | None = strawberry.UNSET
 
     def to_model(self) -> model.ExternalItem:
-        tags = _given(self.tags, "tags", nullable=False)
-        return model.ExternalItem(
-            external_id=self.external_id,
-            title=_given(self.title, "title", nullable=False),
-            content=_given(self.content, "content", nullable=False),
-            format=_given(self.format, "format", nullable=False),
-            metadata=_given(self.metadata, "metadata", nullable=False),
-            tags=tags if tags is model.UNSET else tuple(tags),
-            collection=_given(self.collection, "collection", nullable=True),
-            project=_given(self.project, "project", nullable=True),
-            skill=_given(self.skill, "skill", nullable=True),
-        )
+        return model.ExternalItem(external_id=self.external_id, **_content_fields(self))
 
 
 @strawberry.input
