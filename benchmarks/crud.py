@@ -60,9 +60,9 @@ from benchmarks._notes import Payload, SqlNotes, payloads
 from benchmarks._server import bench_settings
 from fortemi.auth.local_issuer import LocalIssuer
 from fortemi.auth.policy import DatabasePolicyProvider
-from fortemi.graphql.relay import parse_note_id, to_global_id
 from fortemi.platform.database import Database, memory_schema
 from fortemi.platform.embedded import ServiceUrls
+from fortemi.platform.ids import parse_note_id, to_global_id
 from fortemi.platform.memories import MemoryService
 from fortemi.platform.migrations import Migrations
 

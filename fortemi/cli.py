@@ -94,7 +94,10 @@ async def _serve_async(settings: Settings, urls: Any, *, workers: bool) -> None:
         if workers:
             # The embedded default runs jobs in this process: Dramatiq worker threads for
             # every tier, with their own event loop and database pool.
-            pool = WorkerPool(runtime.broker, WorkerConfig.from_settings(settings, urls.database))
+            pool = WorkerPool(
+                runtime.broker,
+                WorkerConfig.from_settings(settings, urls.database, redis_url=urls.redis),
+            )
             await asyncio.to_thread(pool.start, list(Tier), settings.worker_threads)
         config = uvicorn.Config(
             create_app(runtime),

@@ -43,6 +43,7 @@ from fortemi.platform.settings import Settings
 from fortemi.workers.broker import build_broker
 from fortemi.workers.dispatch import JobDispatcher
 from fortemi.workers.dispatch import dispatch as dispatch_jobs
+from fortemi.workers.jobs.events import JobEventPublisher
 from fortemi.workers.jobs.models import Job
 from fortemi.workers.jobs.service import JobService
 from fortemi.workers.loops import relay_once
@@ -142,6 +143,7 @@ class Runtime:
         audit = AuditWriter(db, on_committed=publish)
         await audit.start()
         broker_for_jobs = build_broker(urls.redis)
+        events = EventBus(broker)
         runtime = cls(
             settings=settings,
             db=db,
@@ -160,8 +162,8 @@ class Runtime:
             authorizer=Authorizer(AccessDecisionEngine(), policies, audit),
             # The API enqueues; workers (in this process under `serve`, or `fortemi worker`)
             # run jobs with their own service on their own event loop.
-            jobs=JobService(db, builtin_registry(settings)(db)),
-            events=EventBus(broker),
+            jobs=JobService(db, builtin_registry(settings)(db), events=JobEventPublisher(events)),
+            events=events,
             broker=broker_for_jobs,
             dispatcher=JobDispatcher(broker_for_jobs),
             issuer=issuer,

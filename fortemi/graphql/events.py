@@ -16,8 +16,12 @@ from strawberry.scalars import JSON
 
 from fortemi.auth.decision import Action, Resource
 from fortemi.graphql.context import Info
+from fortemi.graphql.jobs import visible_job
 from fortemi.graphql.subscriptions import until_token_expires
 from fortemi.platform import events as bus
+from fortemi.platform.errors import BadUserInput
+from fortemi.platform.ids import parse_id, to_global_id
+from fortemi.workers.jobs.events import JOB_EVENT_TYPES
 
 __all__ = ["EventSubscription"]
 
@@ -70,6 +74,44 @@ class EventSubscription:
                 if wanted and event.type not in wanted:
                     continue
                 if visible.allows(event.payload.get("project"), event.payload.get("skill")):
+                    yield Event.from_model(event)
+        finally:
+            await source.aclose()
+
+    @strawberry.subscription(
+        description="State changes of jobs: one job (and the jobs it escalated to) with "
+        "`jobId`, else every job of this memory. Types: " + ", ".join(JOB_EVENT_TYPES)
+    )
+    async def job_events(
+        self,
+        info: Info,
+        job_id: strawberry.ID | None = None,
+        types: list[str] | None = None,
+        after: str | None = None,
+    ) -> AsyncGenerator[Event, None]:
+        wanted = set(types or ())
+        unknown = sorted(wanted.difference(JOB_EVENT_TYPES))
+        if unknown:
+            raise BadUserInput(
+                f"Unknown job event type(s) {', '.join(unknown)[:200]}; "
+                f"known: {', '.join(JOB_EVENT_TYPES)}",
+                field="types",
+            )
+        context = info.context
+        if job_id is not None:
+            job = await visible_job(info, parse_id(job_id, "Job"))
+            memory, followed = job.memory, to_global_id("Job", job.id)
+        else:
+            memory, followed = await context.memory(), None
+            await context.authorize(Action.READ, Resource.of_memory(memory))
+        source = context.runtime.events.subscribe(after=after)
+        try:
+            async for event in until_token_expires(info, source):
+                if event.entity_type != "job" or event.memory != memory:
+                    continue
+                if followed is not None and followed not in (event.entity_id, event.correlation_id):
+                    continue
+                if not wanted or event.type in wanted:
                     yield Event.from_model(event)
         finally:
             await source.aclose()

@@ -15,13 +15,13 @@ from strawberry.scalars import JSON
 
 from fortemi.auth.decision import Action, Resource
 from fortemi.graphql.context import Info
-from fortemi.graphql.relay import from_global_id, parse_note_id, to_global_id
 from fortemi.platform.errors import BadUserInput, NotFound
+from fortemi.platform.ids import parse_id, parse_note_id, to_global_id
 from fortemi.workers.jobs.models import Job as JobModel
 from fortemi.workers.jobs.models import JobSpec, JobStatus, Tier
 from fortemi.workers.jobs.service import JobFilter as JobFilterModel
 
-__all__ = ["JobMutation", "JobQuery"]
+__all__ = ["JobMutation", "JobQuery", "visible_job"]
 
 MAX_PURGE_BATCH = 1000
 
@@ -118,24 +118,14 @@ class JobStats:
 
 
 def _job_id(value: str) -> UUID:
-    try:
-        return UUID(value)
-    except ValueError:
-        pass
-    type_name, local_id = from_global_id(value)
-    try:
-        if type_name == "Job":
-            return UUID(local_id)
-    except ValueError:
-        pass
-    raise BadUserInput(f"{value[:80]!r} is not a job id", field="id")
+    return parse_id(value, "Job")
 
 
 def _governing(job_memory: str | None) -> Resource:
     return Resource.of_memory(job_memory) if job_memory is not None else Resource.system()
 
 
-async def _visible_job(info: Info, job_id: UUID, action: Action) -> JobModel:
+async def visible_job(info: Info, job_id: UUID, action: Action = Action.READ) -> JobModel:
     """The job if the caller may see it (NOT_FOUND otherwise) and may do ``action``."""
     job = await info.context.runtime.jobs.get(job_id)
     if job is None or not await info.context.may(Action.READ, _governing(job.memory)):
@@ -150,7 +140,7 @@ class JobQuery:
     @strawberry.field(description="A job by id; null if absent or not visible to you")
     async def job(self, info: Info, id: strawberry.ID) -> Job | None:
         try:
-            return Job.from_model(await _visible_job(info, _job_id(id), Action.READ))
+            return Job.from_model(await visible_job(info, _job_id(id), Action.READ))
         except NotFound:
             return None
 
@@ -221,13 +211,14 @@ class JobMutation:
 
     @strawberry.mutation
     async def cancel_job(self, info: Info, id: strawberry.ID) -> Job:
-        job = await _visible_job(info, _job_id(id), Action.WRITE)
-        return Job.from_model(await info.context.runtime.jobs.cancel(job.id))
+        job = await visible_job(info, _job_id(id), Action.WRITE)
+        cancelled = await info.context.runtime.jobs.cancel(job.id, actor=info.context.caller.sub)
+        return Job.from_model(cancelled)
 
     @strawberry.mutation(description="Run a failed or cancelled job again")
     async def retry_job(self, info: Info, id: strawberry.ID) -> Job:
-        job = await _visible_job(info, _job_id(id), Action.WRITE)
-        retried = await info.context.runtime.jobs.retry(job.id)
+        job = await visible_job(info, _job_id(id), Action.WRITE)
+        retried = await info.context.runtime.jobs.retry(job.id, actor=info.context.caller.sub)
         await info.context.runtime.dispatch(retried)
         return Job.from_model(retried)
 

@@ -23,6 +23,7 @@ from uuid import UUID
 
 from fortemi.workers.dispatch import JobDispatcher, dispatch
 from fortemi.workers.jobs.models import (
+    NEXT_TIER,
     FailureClass,
     HandlerContext,
     Job,
@@ -143,6 +144,7 @@ class JobExecutor:
             job=job,
             report_progress=lambda percent, message: self._progress(job, owner, percent, message),
             enqueue=self._enqueue,
+            escalate=lambda reason: self._escalate(job, reason),
         )
 
         async def call() -> JobOutcome:
@@ -226,6 +228,34 @@ class JobExecutor:
         if created:
             await dispatch(self._service, self._dispatcher, [job])
         return job
+
+    async def _escalate(self, job: Job, reason: str) -> Job:
+        up = NEXT_TIER.get(job.tier)
+        if up is None:
+            raise ValueError(f"job {job.id} runs on {job.tier}, the top tier: no escalation")
+        prior = job.payload.get("escalation")
+        prior = prior if isinstance(prior, dict) else {}
+        escalation = {
+            "origin": prior.get("origin", str(job.id)),
+            "fromJob": str(job.id),
+            "fromTier": job.tier.value,
+            "reason": reason,
+            "path": [*prior.get("path", ()), job.tier.value],
+        }
+        return await self._enqueue(
+            JobSpec(
+                type=job.type,
+                memory=job.memory,
+                payload={**job.payload, "escalation": escalation},
+                priority=job.priority,
+                tier=up,
+                max_attempts=job.max_attempts,
+                # One escalation per tier while it is pending; a lower-tier job that is
+                # pending under the original key (a newer trigger) is left alone.
+                dedupe_key=f"{job.dedupe_key}@{up.value}" if job.dedupe_key else None,
+                requested_by=job.requested_by,
+            )
+        )
 
     async def _rewake_if_early(self, job_id: str) -> None:
         # Redis delivered the wake-up before PostgreSQL thought its job due (clock skew,

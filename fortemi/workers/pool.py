@@ -154,6 +154,7 @@ def run_worker_process(
         config = WorkerConfig.from_settings(
             settings,
             urls.database,
+            redis_url=urls.redis,
             registry=registry,
             backoff=backoff or Backoff(),
             warmers=dict(warmers or {}),

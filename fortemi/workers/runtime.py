@@ -32,9 +32,11 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import dramatiq
+import redis.asyncio as redis
 from dramatiq.middleware import MiddlewareError
 
 from fortemi.platform.database import Database
+from fortemi.platform.events import EventBus
 from fortemi.platform.notes import NoteService
 from fortemi.platform.settings import Settings
 from fortemi.workers.broker import WakeReceiver
@@ -42,6 +44,7 @@ from fortemi.workers.dispatch import JobDispatcher
 from fortemi.workers.executor import JobExecutor
 from fortemi.workers.handlers import default_registry
 from fortemi.workers.jobs.backoff import Backoff
+from fortemi.workers.jobs.events import JobEventPublisher
 from fortemi.workers.jobs.models import Tier
 from fortemi.workers.jobs.registry import JobRegistry
 from fortemi.workers.jobs.service import JobService
@@ -99,6 +102,8 @@ class WorkerConfig:
 
     database_url: str
     registry: RegistryFactory
+    # Where job events are published; None publishes none (tests of the bare machinery).
+    redis_url: str | None = None
     lease_seconds: float = 60.0
     backoff: Backoff = field(default_factory=Backoff)
     maintenance_interval_seconds: float = 5.0
@@ -188,6 +193,7 @@ class JobRuntime(WakeReceiver):
         self._threads = threads
         self._loop: _LoopThread | None = None
         self._db: Database | None = None
+        self._redis: redis.Redis | None = None
         self._executor: JobExecutor | None = None
         self._maintenance: MaintenanceLoop | None = None
 
@@ -244,8 +250,16 @@ class JobRuntime(WakeReceiver):
             statement_timeout_ms=config.statement_timeout_ms,
         )
         registry = config.registry(self._db)
+        events: JobEventPublisher | None = None
+        if config.redis_url is not None:
+            self._redis = redis.Redis.from_url(config.redis_url)
+            events = JobEventPublisher(EventBus(self._redis))
         service = JobService(
-            self._db, registry, backoff=config.backoff, lease_seconds=config.lease_seconds
+            self._db,
+            registry,
+            backoff=config.backoff,
+            lease_seconds=config.lease_seconds,
+            events=events,
         )
         dispatcher = JobDispatcher(broker)
         for tier in self._tiers:
@@ -275,6 +289,8 @@ class JobRuntime(WakeReceiver):
         # Only a handler that outlived the grace period and ignored its cancellation is left
         # here; it must let go of its connection, or closing the pool would wait for it.
         await cancel_other_tasks()
+        if self._redis is not None:
+            await self._redis.aclose()
         if self._db is not None:
             await self._db.close()
 
@@ -291,3 +307,4 @@ class JobRuntime(WakeReceiver):
             self._executor = None
             self._maintenance = None
             self._db = None
+            self._redis = None

@@ -30,9 +30,9 @@ from fortemi.graphql.notes.types import (
     NoteVersion,
     UpsertExternalNotesPayload,
 )
-from fortemi.graphql.relay import from_global_id, parse_note_id, to_global_id
 from fortemi.platform.errors import NotFound
 from fortemi.platform.events import Event
+from fortemi.platform.ids import from_global_id, parse_note_id, to_global_id
 from fortemi.platform.notes import UNSET, NoteFilter, UpsertOutcome
 from fortemi.platform.notes import Note as NoteModel
 

@@ -8,8 +8,8 @@ from typing import Any
 import strawberry
 from strawberry.scalars import JSON
 
-from fortemi.graphql.relay import to_global_id
 from fortemi.platform import notes as model
+from fortemi.platform.ids import to_global_id
 
 __all__ = [
     "Node",

@@ -15,6 +15,7 @@ from typing import Any
 from uuid import UUID
 
 __all__ = [
+    "NEXT_TIER",
     "FailureClass",
     "HandlerContext",
     "Job",
@@ -30,6 +31,10 @@ class Tier(StrEnum):
     CPU = "cpu"
     FAST_GPU = "fast_gpu"
     STANDARD_GPU = "standard_gpu"
+
+
+# One tier up, for escalation; the standard GPU tier is the top.
+NEXT_TIER: dict[Tier, Tier] = {Tier.CPU: Tier.FAST_GPU, Tier.FAST_GPU: Tier.STANDARD_GPU}
 
 
 class JobStatus(StrEnum):
@@ -105,6 +110,11 @@ class JobOutcome:
         return cls("failure", failure_class=FailureClass.PERMANENT, failure_code=code)
 
     @classmethod
+    def escalated(cls, successor: Job) -> JobOutcome:
+        """Done here: ``successor`` (from :meth:`HandlerContext.escalate`) carries on."""
+        return cls.success({"escalatedTo": str(successor.id), "tier": successor.tier.value})
+
+    @classmethod
     def retry(
         cls, failure_class: FailureClass, code: str, *, after_seconds: float | None = None
     ) -> JobOutcome:
@@ -119,11 +129,21 @@ class JobOutcome:
 @dataclass
 class HandlerContext:
     """What a running handler may do besides its work: report progress (which also
-    renews its lease) and enqueue follow-up jobs (escalation one tier up, say)."""
+    renews its lease), enqueue follow-up jobs, and escalate.
+
+    Escalation is how a handler that got too little from its tier (a small model's
+    answer too poor, a context too long) hands the same logical job one tier up, instead
+    of falling back inline: ``await context.escalate("low_confidence")`` enqueues a copy
+    of the job on the next tier (cpu → fast_gpu → standard_gpu) with
+    ``payload["escalation"] = {origin, fromJob, fromTier, reason, path}``, and the handler
+    then returns :meth:`JobOutcome.escalated`. Both jobs' events share the origin's
+    correlation id. ValueError from the top tier.
+    """
 
     job: Job
     report_progress: Callable[[int, str | None], Awaitable[None]]
     enqueue: Callable[[JobSpec], Awaitable[Job]]
+    escalate: Callable[[str], Awaitable[Job]]
 
 
 Handler = Callable[[HandlerContext], Awaitable[JobOutcome]]

@@ -85,13 +85,13 @@ WHERE id = $1 AND status = 'running' AND lease_owner = $2
 RETURNING true
 """
 
-_PROGRESS = """
+_PROGRESS = f"""
 UPDATE public.job
 SET progress = $3, progress_message = $4, lease_expires_at = now() + make_interval(secs => $5),
     updated_at = now()
 WHERE id = $1 AND status = 'running' AND lease_owner = $2
-RETURNING true
-"""
+RETURNING {_COLUMNS}
+"""  # noqa: S608 - constants only
 
 _LOCK_RUNNING = """
 SELECT id, attempts, max_attempts FROM public.job
@@ -305,9 +305,10 @@ class JobRepository:
         percent: int,
         message: str | None,
         lease_seconds: float,
-    ) -> bool:
-        renewed = await conn.fetchval(_PROGRESS, job_id, worker_id, percent, message, lease_seconds)
-        return bool(renewed)
+    ) -> Job | None:
+        """The job with its progress recorded; None if it no longer runs under ``worker_id``."""
+        row = await conn.fetchrow(_PROGRESS, job_id, worker_id, percent, message, lease_seconds)
+        return _job(row) if row else None
 
     async def lock_running(
         self, conn: Connection, job_id: UUID, worker_id: str

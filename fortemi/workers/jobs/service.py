@@ -14,6 +14,12 @@ message costs one empty claim, and a lost one is covered by the relay (:meth:`du
 A running job holds a lease that its worker renews; :meth:`finish` applies only under that
 lease, so a worker that was reaped or cancelled cannot overwrite what happened since.
 
+Every change is announced after its commit when the service has a
+:class:`~fortemi.workers.jobs.events.JobEventPublisher` (job.created, job.started, ...):
+the API's and every worker's service do, so subscribers and webhooks hear of a change
+whichever process made it. Jobs :meth:`enqueue`\ d in a caller's transaction are
+announced by the caller after commit (:meth:`announce_created`).
+
 Errors: BadUserInput (invalid spec, filter or cursor), NotFound (no such job or memory),
 Conflict (the job is in the wrong state for the operation). Handler-contract violations
 (an outcome that is not success/failure/retry, a result that is not JSON) are bugs in the
@@ -33,6 +39,7 @@ from fortemi.platform.database import Connection, Database
 from fortemi.platform.errors import Conflict, NotFound
 from fortemi.workers.jobs.backoff import Backoff
 from fortemi.workers.jobs.cursor import decode_cursor, encode_cursor
+from fortemi.workers.jobs.events import JobEventPublisher
 from fortemi.workers.jobs.models import FailureClass, Job, JobOutcome, JobSpec, JobStatus, Tier
 from fortemi.workers.jobs.registry import JobRegistry
 from fortemi.workers.jobs.repository import JobPause, JobRepository
@@ -95,6 +102,7 @@ class JobService:
         backoff: Backoff = _DEFAULT_BACKOFF,
         lease_seconds: float = 60.0,
         rng: random.Random | None = None,
+        events: JobEventPublisher | None = None,
     ) -> None:
         if not lease_seconds > 0:
             raise ValueError(f"lease_seconds must be positive, not {lease_seconds}")
@@ -104,6 +112,7 @@ class JobService:
         self._lease = float(lease_seconds)
         self._rng = rng
         self._repo = JobRepository()
+        self._events = events
 
     # -- enqueueing ------------------------------------------------------------------------
 
@@ -135,9 +144,17 @@ class JobService:
         )
 
     async def submit(self, spec: JobSpec) -> tuple[Job, bool]:
-        """:meth:`enqueue` in a transaction of its own."""
+        """:meth:`enqueue` in a transaction of its own (announced, when created)."""
         async with self._db.shared_transaction() as conn:
-            return await self.enqueue(conn, spec)
+            job, created = await self.enqueue(conn, spec)
+        if created:
+            await self.announce_created([job])
+        return job, created
+
+    async def announce_created(self, jobs: Sequence[Job]) -> None:
+        """Publish ``job.created`` for jobs :meth:`enqueue` added in a caller's transaction;
+        call after it commits (:meth:`submit` does this itself)."""
+        await self._announce(jobs, "job.created", actor=jobs[0].requested_by if jobs else None)
 
     # -- the worker's side -----------------------------------------------------------------
 
@@ -149,12 +166,15 @@ class JobService:
         paused. Best: highest priority, then the longest runnable, then the oldest.
         Concurrent claimers never get the same job. The attempt's progress starts at 0.
         """
+        job: Job | None = None
         async with self._db.shared_transaction() as conn:
             for tier in dict.fromkeys(Tier(tier) for tier in tiers):
                 job = await self._repo.claim(conn, tier, worker_id, self._lease)
                 if job is not None:
-                    return job
-        return None
+                    break
+        if job is not None:
+            await self._announce([job])
+        return job
 
     async def heartbeat(self, job_id: UUID, worker_id: str) -> bool:
         """Extend the lease; False if the job no longer runs under ``worker_id`` (it was
@@ -168,7 +188,11 @@ class JobService:
         """Record progress (clamped to 0..100) and renew the lease; False as for heartbeat."""
         percent = min(max(int(percent), 0), 100)
         async with self._db.shared_transaction() as conn:
-            return await self._repo.progress(conn, job_id, worker_id, percent, message, self._lease)
+            job = await self._repo.progress(conn, job_id, worker_id, percent, message, self._lease)
+        if job is None:
+            return False
+        await self._announce([job], "job.progress")
+        return True
 
     async def finish(self, job_id: UUID, worker_id: str, outcome: JobOutcome) -> Job | None:
         """Settle a run: completed, failed, or pending again after a backoff delay.
@@ -179,25 +203,33 @@ class JobService:
         """
         check_outcome(outcome)
         async with self._db.shared_transaction() as conn:
-            locked = await self._repo.lock_running(conn, job_id, worker_id)
-            if locked is None:
-                return None
-            if outcome.kind == "success":
-                return await self._repo.complete(conn, job_id, dict(outcome.result or {}))
-            attempts, max_attempts = locked
-            # A hand-built retry without a class is retried as the mildest kind of failure.
-            failure_class = outcome.failure_class or FailureClass.TRANSIENT
-            if outcome.kind == "failure":
-                failure_class, delay = FailureClass.PERMANENT, None
-            elif failure_class is FailureClass.PERMANENT or attempts >= max_attempts:
-                delay = None
-            elif outcome.retry_after_seconds is not None:
-                delay = max(outcome.retry_after_seconds, 0.0)
-            else:
-                delay = self._delay(failure_class, attempts)
-            code = outcome.failure_code or ""  # check_outcome made sure there is one
-            [job] = await self._repo.settle(conn, [(job_id, delay)], failure_class, code)
-            return job
+            job = await self._settle_run(conn, job_id, worker_id, outcome)
+        if job is not None:
+            await self._announce([job])
+        return job
+
+    async def _settle_run(
+        self, conn: Connection, job_id: UUID, worker_id: str, outcome: JobOutcome
+    ) -> Job | None:
+        locked = await self._repo.lock_running(conn, job_id, worker_id)
+        if locked is None:
+            return None
+        if outcome.kind == "success":
+            return await self._repo.complete(conn, job_id, dict(outcome.result or {}))
+        attempts, max_attempts = locked
+        # A hand-built retry without a class is retried as the mildest kind of failure.
+        failure_class = outcome.failure_class or FailureClass.TRANSIENT
+        if outcome.kind == "failure":
+            failure_class, delay = FailureClass.PERMANENT, None
+        elif failure_class is FailureClass.PERMANENT or attempts >= max_attempts:
+            delay = None
+        elif outcome.retry_after_seconds is not None:
+            delay = max(outcome.retry_after_seconds, 0.0)
+        else:
+            delay = self._delay(failure_class, attempts)
+        code = outcome.failure_code or ""  # check_outcome made sure there is one
+        [job] = await self._repo.settle(conn, [(job_id, delay)], failure_class, code)
+        return job
 
     async def reap(self, *, limit: int = 500) -> builtins.list[Job]:
         """Take back up to ``limit`` running jobs whose lease expired: pending again after
@@ -210,7 +242,9 @@ class JobService:
                 (job_id, None if attempts >= most else self._delay(stale, attempts))
                 for job_id, attempts, most in expired
             ]
-            return await self._repo.settle(conn, delays, stale, "lease_expired")
+            reaped = await self._repo.settle(conn, delays, stale, "lease_expired")
+        await self._announce(reaped)
+        return reaped
 
     # -- the relay -------------------------------------------------------------------------
 
@@ -272,23 +306,27 @@ class JobService:
 
     # -- the operator's controls -----------------------------------------------------------
 
-    async def cancel(self, job_id: UUID) -> Job:
+    async def cancel(self, job_id: UUID, *, actor: str | None = None) -> Job:
         """Cancel a pending or running job. A running job's worker then finds no lease:
         its heartbeat says stop and its finish changes nothing. Conflict when the job is
         already completed, failed or cancelled; NotFound when there is no such job."""
         async with self._db.shared_transaction() as conn:
             job = await self._repo.cancel(conn, job_id)
             current = job or await self._repo.get(conn, job_id)
-        return self._changed(job, current, job_id, "cancelled", "pending or running")
+        cancelled = self._changed(job, current, job_id, "cancelled", "pending or running")
+        await self._announce([cancelled], actor=actor)
+        return cancelled
 
-    async def retry(self, job_id: UUID) -> Job:
+    async def retry(self, job_id: UUID, *, actor: str | None = None) -> Job:
         """Queue a failed or cancelled job again, now, with a fresh count of attempts; its
         failure class and code stay until its next run ends. Conflict in any other state,
         or when another pending job holds its dedupe key."""
         async with self._db.shared_transaction() as conn:
             job = await self._repo.retry(conn, job_id)
             current = job or await self._repo.get(conn, job_id)
-        return self._changed(job, current, job_id, "retried", "failed or cancelled")
+        retried = self._changed(job, current, job_id, "retried", "failed or cancelled")
+        await self._announce([retried], actor=actor)
+        return retried
 
     async def pause(self, memory: str | None, actor: str | None) -> None:
         """Stop claims of ``memory``'s jobs (of every job when None). Idempotent: pausing
@@ -310,6 +348,12 @@ class JobService:
         """The pauses in force, the global one (memory None) first."""
         async with self._db.shared_transaction() as conn:
             return await self._repo.pauses(conn)
+
+    async def _announce(
+        self, jobs: Sequence[Job], type: str | None = None, *, actor: str | None = None
+    ) -> None:
+        if self._events is not None and jobs:
+            await self._events.publish(jobs, type, actor=actor)
 
     def _delay(self, failure_class: FailureClass, attempts: int) -> float:
         return self._backoff.delay(failure_class, attempts, rng=self._rng)

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from fortemi.graphql.relay import from_global_id
+from fortemi.platform.ids import from_global_id
 from fortemi.runtime import Runtime
 from tests.integration.graphql.conftest import GraphQLCall, error_codes, open_memory
 

@@ -12,6 +12,7 @@ Each test uses job types of its own, so no test can mistake another's job for it
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Iterable
 from uuid import UUID
 
@@ -84,6 +85,25 @@ def _blocking(db: Database, *, effect_first: bool) -> Handler:
     return handle
 
 
+def _held_in_transaction(db: Database) -> Handler:
+    # Waits for its release inside the transaction that writes its effect: a server stopped
+    # meanwhile kills the run mid-transaction, and its effect rolls back with it. The result
+    # names the process that finished the job.
+    async def handle(context: HandlerContext) -> JobOutcome:
+        await record_execution(db, context)
+        query = "SELECT 1 FROM worker_test.release WHERE job_id = $1"
+        async with db.shared_transaction() as conn:
+            while not await conn.fetchval(query, context.job.id):  # noqa: ASYNC110 - as above
+                await asyncio.sleep(0.05)
+            await conn.execute(
+                "INSERT INTO worker_test.effect (job_id) VALUES ($1) ON CONFLICT DO NOTHING",
+                context.job.id,
+            )
+        return JobOutcome.success({"pid": os.getpid()})
+
+    return handle
+
+
 def _echo(db: Database) -> Handler:
     async def handle(context: HandlerContext) -> JobOutcome:
         await record_execution(db, context)
@@ -113,10 +133,23 @@ def _spawn(db: Database) -> Handler:
     return handle
 
 
+def _escalating(db: Database) -> Handler:
+    """Too little from the cpu tier: hand the job one tier up, where it completes."""
+
+    async def handle(context: HandlerContext) -> JobOutcome:
+        await record_execution(db, context)
+        if context.job.tier is Tier.CPU:
+            return JobOutcome.escalated(await context.escalate("too_little_on_cpu"))
+        return JobOutcome.success({"tier": context.job.tier.value})
+
+    return handle
+
+
 # name -> (tier, priority, max attempts, handler factory)
 ECHO = "test.exec.echo"
 UNKNOWN = "test.exec.unknown"
 SPAWN, SPAWN_CHILD = "test.exec.spawn", "test.exec.spawn_child"
+ESCALATING = "test.exec.escalating"
 SEQUENTIAL = "test.exec.sequential"
 PRIORITY = "test.sched.priority"
 FAST, STANDARD = "test.sched.fast", "test.sched.standard"
@@ -132,12 +165,15 @@ DUP_DONE, DUP_OTHER, DUP_RUNNING, DUP_BEHIND = (
 SHUTDOWN = "test.stop.block"
 LEASE_LOST = "test.lease.block"
 RELAYED, REAPED = "test.loop.relay", "test.loop.reap"
+# Attempts to spare: an outage may cost a run a retry of its own and a lost lease.
+PG_RESTART = "test.pgrestart.held"
 
 _TYPES: dict[str, tuple[Tier, int, int, Callable[[Database], Handler]]] = {
     ECHO: (Tier.CPU, 5, 3, _echo),
     UNKNOWN: (Tier.CPU, 5, 3, _counting),
     SPAWN: (Tier.CPU, 5, 3, _spawn),
     SPAWN_CHILD: (Tier.CPU, 5, 3, _counting),
+    ESCALATING: (Tier.CPU, 5, 3, _escalating),
     SEQUENTIAL: (Tier.CPU, 5, 3, _counting),
     PRIORITY: (Tier.CPU, 2, 3, _counting),
     FAST: (Tier.FAST_GPU, 5, 3, _counting),
@@ -154,6 +190,7 @@ _TYPES: dict[str, tuple[Tier, int, int, Callable[[Database], Handler]]] = {
     LEASE_LOST: (Tier.CPU, 5, 3, lambda db: _blocking(db, effect_first=False)),
     RELAYED: (Tier.CPU, 5, 3, _counting),
     REAPED: (Tier.CPU, 5, 3, _counting),
+    PG_RESTART: (Tier.CPU, 5, 10, _held_in_transaction),
 }
 
 

@@ -12,7 +12,7 @@ from uuid import UUID
 
 from fortemi.platform.errors import BadUserInput
 
-__all__ = ["from_global_id", "parse_note_id", "to_global_id"]
+__all__ = ["from_global_id", "parse_id", "parse_note_id", "to_global_id"]
 
 
 def to_global_id(type_name: str, local_id: str | UUID) -> str:
@@ -31,16 +31,23 @@ def from_global_id(global_id: str) -> tuple[str, str]:
     return type_name, local_id
 
 
-def parse_note_id(value: str) -> UUID:
-    """A note's id, given as its global id or as its bare UUID."""
+def parse_id(value: str, type_name: str) -> UUID:
+    """The UUID of a ``type_name`` object, given as its global id or as its bare UUID."""
     try:
         return UUID(value)
     except ValueError:
         pass
-    type_name, local_id = from_global_id(value)
-    if type_name != "Note":
-        raise BadUserInput(f"Expected a Note id, got a {type_name} id", field="id")
+    given_type, local_id = from_global_id(value)
+    if given_type != type_name:
+        raise BadUserInput(f"Expected a {type_name} id, got a {given_type} id", field="id")
     try:
         return UUID(local_id)
     except ValueError as exc:
-        raise BadUserInput(f"{value[:80]!r} is not a valid note id", field="id") from exc
+        raise BadUserInput(
+            f"{value[:80]!r} is not a valid {type_name.lower()} id", field="id"
+        ) from exc
+
+
+def parse_note_id(value: str) -> UUID:
+    """A note's id, given as its global id or as its bare UUID."""
+    return parse_id(value, "Note")
