@@ -39,7 +39,11 @@ from fortemi.platform.memories import MemoryService
 from fortemi.platform.memories.service import DEFAULT_MEMORY
 from fortemi.platform.migrations import Migrations
 from fortemi.platform.notes import NoteService
+from fortemi.platform.sealing import SecretBox
 from fortemi.platform.settings import Settings
+from fortemi.webhooks.fanout import WebhookFanout
+from fortemi.webhooks.service import WebhookService
+from fortemi.webhooks.targets import TargetPolicy
 from fortemi.workers.broker import build_broker
 from fortemi.workers.dispatch import JobDispatcher
 from fortemi.workers.dispatch import dispatch as dispatch_jobs
@@ -75,6 +79,8 @@ class Runtime:
     dispatcher: JobDispatcher
     issuer: LocalIssuer | None
     http: httpx.AsyncClient
+    webhooks: WebhookService
+    fanout: WebhookFanout | None = None
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     @property
@@ -144,6 +150,7 @@ class Runtime:
         await audit.start()
         broker_for_jobs = build_broker(urls.redis)
         events = EventBus(broker)
+        jobs = JobService(db, builtin_registry(settings)(db), events=JobEventPublisher(events))
         runtime = cls(
             settings=settings,
             db=db,
@@ -162,19 +169,30 @@ class Runtime:
             authorizer=Authorizer(AccessDecisionEngine(), policies, audit),
             # The API enqueues; workers (in this process under `serve`, or `fortemi worker`)
             # run jobs with their own service on their own event loop.
-            jobs=JobService(db, builtin_registry(settings)(db), events=JobEventPublisher(events)),
+            jobs=jobs,
             events=events,
             broker=broker_for_jobs,
             dispatcher=JobDispatcher(broker_for_jobs),
             issuer=issuer,
             http=http,
+            webhooks=WebhookService(
+                db,
+                SecretBox.from_settings(settings),
+                jobs,
+                policy=TargetPolicy.from_cidrs(settings.webhook_allowed_networks),
+            ),
         )
+        runtime.fanout = WebhookFanout(broker, runtime.webhooks, runtime.dispatch_all)
         runtime.tasks.append(asyncio.create_task(runtime.policy_files.watch()))
+        runtime.tasks.append(asyncio.create_task(runtime.fanout.run()))
         return runtime
 
     async def dispatch(self, job: Job) -> None:
         """Wake a worker for ``job`` (committed already); the relay covers a lost message."""
         await dispatch_jobs(self.jobs, self.dispatcher, [job])
+
+    async def dispatch_all(self, jobs: Sequence[Job]) -> None:
+        await dispatch_jobs(self.jobs, self.dispatcher, jobs)
 
     async def redispatch_due(self) -> None:
         """Wake workers for every runnable pending job now (after resuming, say)."""
@@ -185,6 +203,8 @@ class Runtime:
         for task in self.tasks:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
+        if self.fanout is not None:
+            await self.fanout.close()
         await self.audit.close()
         await self.http.aclose()
         await self.redis.aclose()

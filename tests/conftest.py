@@ -43,7 +43,13 @@ def test_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def settings(service_urls: ServiceUrls, test_home: Path) -> Settings:
     return Settings(
-        home=test_home, DATABASE_URL=service_urls.database, REDIS_URL=service_urls.redis
+        home=test_home,
+        DATABASE_URL=service_urls.database,
+        REDIS_URL=service_urls.redis,
+        # Test receivers listen on loopback; every other private range stays refused.
+        webhook_allowed_networks=["127.0.0.0/8"],
+        webhook_timeout_seconds=2.0,
+        webhook_max_attempts=3,
     )
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 import re
 import secrets
 import time
@@ -29,6 +28,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
 from fortemi.auth.oidc import DISCOVERY_PATH
+from fortemi.platform import keyfiles
 
 __all__ = ["MAX_TTL", "LocalIssuer", "parse_ttl"]
 
@@ -146,40 +146,15 @@ class LocalIssuer:
 
 
 def _load_or_create_key(path: Path) -> ec.EllipticCurvePrivateKey:
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    # mkdir's mode is filtered by the umask and ignored for an existing directory.
-    path.parent.chmod(0o700)
-    try:
-        return _parse_key(path.read_bytes(), path)
-    except FileNotFoundError:
-        return _create_key(path)
+    return _parse_key(keyfiles.load_or_create(path, _new_key_pem), path)
 
 
-def _create_key(path: Path) -> ec.EllipticCurvePrivateKey:
-    key = ec.generate_private_key(ec.SECP256R1())
-    pem = key.private_bytes(
+def _new_key_pem() -> bytes:
+    return ec.generate_private_key(ec.SECP256R1()).private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     )
-    # Written whole under a private name, then linked into place: the link fails if the
-    # key appeared meanwhile, so two first starts agree on one key and nobody ever reads
-    # a half-written file.
-    staging = path.with_name(f".{path.name}.{secrets.token_hex(8)}")
-    fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with open(fd, "wb") as file:
-            os.fchmod(file.fileno(), 0o600)  # exactly 0600, whatever the umask
-            file.write(pem)
-            file.flush()
-            os.fsync(file.fileno())
-        try:
-            os.link(staging, path)
-        except FileExistsError:
-            return _parse_key(path.read_bytes(), path)
-    finally:
-        staging.unlink(missing_ok=True)
-    return key
 
 
 def _parse_key(pem: bytes, path: Path) -> ec.EllipticCurvePrivateKey:

@@ -31,14 +31,18 @@ from fortemi.graphql.notes import NoteMutation, NoteQuery
 from fortemi.graphql.notes.types import Note
 from fortemi.graphql.policies import PolicyMutation, PolicyQuery
 from fortemi.graphql.principal import PrincipalQuery
+from fortemi.graphql.webhooks import WebhookMutation, WebhookQuery
 from fortemi.platform.settings import Settings
 
 __all__ = ["build_schema", "print_sdl"]
 
 Query = merge_types(
-    "Query", (PrincipalQuery, MemoryQuery, NoteQuery, JobQuery, AuditQuery, PolicyQuery)
+    "Query",
+    (PrincipalQuery, MemoryQuery, NoteQuery, JobQuery, WebhookQuery, AuditQuery, PolicyQuery),
 )
-Mutation = merge_types("Mutation", (MemoryMutation, NoteMutation, JobMutation, PolicyMutation))
+Mutation = merge_types(
+    "Mutation", (MemoryMutation, NoteMutation, JobMutation, WebhookMutation, PolicyMutation)
+)
 Subscription = merge_types("Subscription", (EventSubscription, AuditSubscription))
 
 

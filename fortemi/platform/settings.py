@@ -8,6 +8,7 @@ prefix, except the standard ones every deployment tool knows (``DATABASE_URL``,
 
 from __future__ import annotations
 
+import ipaddress
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -115,6 +116,20 @@ class Settings(BaseSettings):
     job_maintenance_interval_seconds: float = Field(default=5.0, gt=0)
     job_resend_after_seconds: float = Field(default=30.0, gt=0)
 
+    # -- webhooks and secrets ------------------------------------------------------------
+    secret_key: SecretStr | None = Field(
+        default=None,
+        description="Base64 of 32 bytes sealing stored secrets; share it across replicas. "
+        "Default: a key file in the data directory",
+    )
+    webhook_allowed_networks: Annotated[list[str], NoDecode] = Field(
+        default=[],
+        description="CIDRs webhooks may reach although private (comma-separated); "
+        "by default only public addresses",
+    )
+    webhook_timeout_seconds: float = Field(default=10.0, gt=0, le=120)
+    webhook_max_attempts: int = Field(default=8, ge=1, le=50)
+
     # -- limits ------------------------------------------------------------------------
     max_note_bytes: int = Field(default=1_048_576, ge=1)
     max_request_bytes: int = Field(default=8 * 1_048_576, ge=1024)
@@ -137,6 +152,25 @@ class Settings(BaseSettings):
     def _secure_issuer(cls, value: str | None) -> str | None:
         if value is not None:
             check_issuer_url(value)
+        return value
+
+    @field_validator("webhook_allowed_networks", mode="before")
+    @classmethod
+    def _split_networks(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("webhook_allowed_networks")
+    @classmethod
+    def _valid_networks(cls, value: list[str]) -> list[str]:
+        for cidr in value:
+            try:
+                ipaddress.ip_network(cidr, strict=False)
+            except ValueError as exc:
+                raise ValueError(
+                    f"FORTEMI_WEBHOOK_ALLOWED_NETWORKS: {cidr!r} is not a CIDR"
+                ) from exc
         return value
 
     @field_validator("oidc_algorithms", mode="before")

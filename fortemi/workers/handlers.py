@@ -76,7 +76,8 @@ def purge_note_type(notes: NoteService) -> JobType:
 
 
 def default_registry(notes: NoteService) -> JobRegistry:
-    """A registry with every built-in job type (webhook delivery will join later)."""
+    """A registry with the built-in job types that need only notes; the runtime adds
+    ``WebhookDelivery`` (:func:`fortemi.workers.runtime.builtin_registry`)."""
     registry = JobRegistry()
     registry.register(purge_note_type(notes))
     return registry

@@ -38,7 +38,10 @@ from dramatiq.middleware import MiddlewareError
 from fortemi.platform.database import Database
 from fortemi.platform.events import EventBus
 from fortemi.platform.notes import NoteService
+from fortemi.platform.sealing import SecretBox
 from fortemi.platform.settings import Settings
+from fortemi.webhooks.delivery import DeliverySettings, webhook_delivery_type
+from fortemi.webhooks.targets import TargetPolicy
 from fortemi.workers.broker import WakeReceiver
 from fortemi.workers.dispatch import JobDispatcher
 from fortemi.workers.executor import JobExecutor
@@ -77,9 +80,15 @@ class WorkerBootError(MiddlewareError):
 
 def builtin_registry(settings: Settings) -> RegistryFactory:
     """The built-in job types, with services built on the worker's own database."""
+    box = SecretBox.from_settings(settings)
+    delivery = DeliverySettings(
+        policy=TargetPolicy.from_cidrs(settings.webhook_allowed_networks),
+        timeout_seconds=settings.webhook_timeout_seconds,
+        max_attempts=settings.webhook_max_attempts,
+    )
 
     def factory(db: Database) -> JobRegistry:
-        return default_registry(
+        registry = default_registry(
             NoteService(
                 db,
                 max_note_bytes=settings.max_note_bytes,
@@ -87,6 +96,8 @@ def builtin_registry(settings: Settings) -> RegistryFactory:
                 max_upsert_batch=settings.max_upsert_batch,
             )
         )
+        registry.register(webhook_delivery_type(db, box, delivery))
+        return registry
 
     return factory
 

@@ -17,7 +17,7 @@ lease, so a worker that was reaped or cancelled cannot overwrite what happened s
 Every change is announced after its commit when the service has a
 :class:`~fortemi.workers.jobs.events.JobEventPublisher` (job.created, job.started, ...):
 the API's and every worker's service do, so subscribers and webhooks hear of a change
-whichever process made it. Jobs :meth:`enqueue`\ d in a caller's transaction are
+whichever process made it. Jobs that :meth:`enqueue` adds in a caller's transaction are
 announced by the caller after commit (:meth:`announce_created`).
 
 Errors: BadUserInput (invalid spec, filter or cursor), NotFound (no such job or memory),

@@ -1,0 +1,1 @@
+"""Signed webhooks: signatures, the SSRF guard for targets, and one delivery attempt."""

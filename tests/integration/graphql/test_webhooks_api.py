@@ -1,0 +1,281 @@
+"""Webhooks end to end: GraphQL registers them, the fan-out and a real worker deliver
+signed POSTs to a real receiver on loopback, and every attempt is queryable."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from fortemi.platform.embedded import ServiceUrls
+from fortemi.platform.settings import Settings
+from fortemi.runtime import Runtime
+from fortemi.webhooks.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
+from fortemi.workers.jobs.backoff import Backoff
+from fortemi.workers.jobs.models import FailureClass, Tier
+from fortemi.workers.pool import WorkerPool
+from fortemi.workers.runtime import WorkerConfig
+from tests.integration.graphql.conftest import GraphQLCall, _free_port, error_codes
+
+pytestmark = pytest.mark.live
+
+POLLS, POLL_SECONDS = 600, 0.05
+
+
+@dataclass
+class Receiver:
+    """A webhook receiver on 127.0.0.1 that records what it gets. Paths: ``/ok`` answers
+    200; ``/flaky`` 503 twice, then 200; ``/gone`` 410."""
+
+    base: str = ""
+    received: dict[str, list[tuple[dict[str, str], bytes]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+
+    async def endpoint(self, request: Request) -> Response:
+        path = request.path_params["path"]
+        self.received[path].append((dict(request.headers), await request.body()))
+        if path == "gone":
+            return Response("gone for good", status_code=410)
+        if path == "flaky" and len(self.received[path]) <= 2:
+            return Response("try later", status_code=503)
+        return Response("thanks")
+
+    async def wait_for(self, path: str, count: int) -> list[tuple[dict[str, str], bytes]]:
+        for _ in range(POLLS):
+            if len(self.received[path]) >= count:
+                return self.received[path]
+            await asyncio.sleep(POLL_SECONDS)
+        pytest.fail(f"{path} got {len(self.received[path])} of {count} deliveries")
+
+
+@pytest.fixture
+async def receiver() -> AsyncIterator[Receiver]:
+    found = Receiver()
+    app = Starlette(routes=[Route("/{path}", found.endpoint, methods=["POST"])])
+    port = _free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="off", log_level="warning")
+    )
+    server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign]
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.02)
+    found.base = f"http://127.0.0.1:{port}"
+    yield found
+    server.should_exit = True
+    await task
+
+
+@pytest.fixture
+async def worker(
+    runtime: Runtime, settings: Settings, service_urls: ServiceUrls
+) -> AsyncIterator[None]:
+    """A real worker pool on the session's broker, with quick retries."""
+    config = WorkerConfig.from_settings(
+        settings,
+        service_urls.database,
+        redis_url=service_urls.redis,
+        backoff=Backoff(base_seconds={c: 0.1 for c in FailureClass}, jitter=0.0),
+        maintenance_interval_seconds=0.5,
+        grace_seconds=1.0,
+    )
+    pool = WorkerPool(runtime.broker, config)
+    await asyncio.to_thread(pool.start, [Tier.CPU], 1)
+    yield
+    await asyncio.to_thread(pool.stop)
+
+
+CREATE = """mutation($i: CreateWebhookInput!) {
+  createWebhook(input: $i) { id url eventTypes signingSecret createdBy memory }
+}"""
+DELIVERIES = """query($id: ID!) { webhook(id: $id) { deliveries(first: 50) { edges { node {
+  eventType status jobId attempts { attempt outcome statusCode failureClass code }
+} } } } }"""
+
+
+async def _create_webhook(
+    gql: GraphQLCall, token: str, url: str, types: list[str], **extra: Any
+) -> dict[str, Any]:
+    body = await gql(CREATE, {"i": {"url": url, "eventTypes": types, **extra}}, token=token)
+    assert "errors" not in body, body
+    hook: dict[str, Any] = body["data"]["createWebhook"]
+    return hook
+
+
+async def _note(gql: GraphQLCall, title: str) -> str:
+    body = await gql(
+        "mutation($t: String!) { createNote(input: {title: $t}) { id } }", {"t": title}
+    )
+    assert "errors" not in body, body
+    note_id: str = body["data"]["createNote"]["id"]
+    return note_id
+
+
+async def _deliveries(gql: GraphQLCall, token: str, hook_id: str) -> list[dict[str, Any]]:
+    body = await gql(DELIVERIES, {"id": hook_id}, token=token)
+    assert "errors" not in body, body
+    return [edge["node"] for edge in body["data"]["webhook"]["deliveries"]["edges"]]
+
+
+async def _settled(gql: GraphQLCall, token: str, hook_id: str, count: int) -> list[dict[str, Any]]:
+    """The webhook's deliveries once ``count`` of them are no longer pending."""
+    for _ in range(POLLS):
+        found = await _deliveries(gql, token, hook_id)
+        if sum(d["status"] != "pending" for d in found) >= count:
+            return found
+        await asyncio.sleep(POLL_SECONDS)
+    pytest.fail(f"fewer than {count} deliveries settled: {found}")
+
+
+async def test_a_webhook_gets_signed_posts_of_the_event_types_it_asked_for(
+    gql: GraphQLCall, admin_token: str, memory: str, receiver: Receiver, worker: None
+) -> None:
+    hook = await _create_webhook(gql, admin_token, f"{receiver.base}/ok", ["note.created"])
+    secret = hook["signingSecret"]
+    assert len(secret or "") >= 32
+    assert (hook["memory"], hook["createdBy"]) == (memory, "root")
+
+    first = await _note(gql, "first")
+    await gql("mutation($id: ID!) { updateNote(id: $id, input: {title: \"x\"}) { id } }",
+              {"id": first})  # fmt: skip
+    second = await _note(gql, "second")
+    got = await receiver.wait_for("ok", 2)
+
+    bodies = [json.loads(body) for _, body in got]
+    assert [(b["type"], b["entityId"]) for b in bodies] == [
+        ("note.created", first),
+        ("note.created", second),
+    ]
+    assert bodies[0]["memory"] == memory
+    for headers, body in got:
+        assert verify(
+            secret.encode(),
+            timestamp=headers[TIMESTAMP_HEADER.lower()],
+            signature=headers[SIGNATURE_HEADER.lower()],
+            body=body,
+            now=time.time(),
+        )
+        assert headers["x-fortemi-event"] == "note.created"
+        assert headers["content-type"] == "application/json"
+    # A signature made with another secret does not verify.
+    headers, body = got[0]
+    assert not verify(b"not-the-secret-at-all", timestamp=headers[TIMESTAMP_HEADER.lower()],
+                      signature=headers[SIGNATURE_HEADER.lower()], body=body, now=time.time())  # fmt: skip
+
+    # The update was never wanted, so it has no delivery; the two creations were delivered.
+    deliveries = await _settled(gql, admin_token, hook["id"], 2)
+    assert sorted(d["eventType"] for d in deliveries) == ["note.created", "note.created"]
+    assert all(d["status"] == "delivered" for d in deliveries)
+    assert all(d["attempts"] == [{"attempt": 1, "outcome": "delivered", "statusCode": 200,
+                                  "failureClass": None, "code": None}]
+               for d in deliveries)  # fmt: skip
+
+
+async def test_failed_attempts_are_retried_with_backoff_and_each_is_recorded(
+    gql: GraphQLCall, admin_token: str, receiver: Receiver, worker: None
+) -> None:
+    flaky = await _create_webhook(gql, admin_token, f"{receiver.base}/flaky", ["note.*"])
+    gone = await _create_webhook(gql, admin_token, f"{receiver.base}/gone", ["note.created"],
+                                 secret="a-secret-of-my-own-choosing")  # fmt: skip
+    assert gone["signingSecret"] is None  # a chosen secret is never echoed
+    await _note(gql, "once")
+
+    [delivered] = await _settled(gql, admin_token, flaky["id"], 1)
+    assert delivered["status"] == "delivered"
+    assert [(a["outcome"], a["statusCode"], a["failureClass"], a["code"])
+            for a in delivered["attempts"]] == [
+        ("retry", 503, "transient", "http_503"),
+        ("retry", 503, "transient", "http_503"),
+        ("delivered", 200, None, None),
+    ]  # fmt: skip
+
+    [refused] = await _settled(gql, admin_token, gone["id"], 1)
+    assert refused["status"] == "failed"
+    assert [(a["outcome"], a["statusCode"], a["code"]) for a in refused["attempts"]] == [
+        ("failed", 410, "http_410")
+    ]
+    job = await gql("query($id: ID!) { job(id: $id) { status failureClass failureCode } }",
+                    {"id": refused["jobId"]}, token=admin_token)  # fmt: skip
+    assert job["data"]["job"] == {
+        "status": "FAILED",
+        "failureClass": "permanent",
+        "failureCode": "http_410",
+    }
+
+
+async def test_deliveries_own_job_events_are_never_fanned_out_and_a_deleted_hook_gets_nothing(
+    gql: GraphQLCall, admin_token: str, receiver: Receiver, worker: None
+) -> None:
+    everything = await _create_webhook(gql, admin_token, f"{receiver.base}/ok", ["*"])
+    await _note(gql, "one")
+    await receiver.wait_for("ok", 1)
+    await _settled(gql, admin_token, everything["id"], 1)
+    # The delivery job's own events (created, started, completed) came before this note's
+    # event on the stream; had they been fanned out, they would be deliveries here too.
+    await _note(gql, "two")
+    deliveries = await _settled(gql, admin_token, everything["id"], 2)
+    assert sorted(d["eventType"] for d in deliveries) == ["note.created", "note.created"]
+
+    marker = await _create_webhook(gql, admin_token, f"{receiver.base}/flaky", ["note.created"])
+    deleted = await gql("mutation($id: ID!) { deleteWebhook(id: $id) }", {"id": everything["id"]},
+                        token=admin_token)  # fmt: skip
+    assert deleted["data"] == {"deleteWebhook": True}
+    await _note(gql, "three")
+    await _settled(gql, admin_token, marker["id"], 1)  # "three" has been fanned out...
+    assert len(receiver.received["ok"]) == 2  # ...but not to the deleted hook
+    gone = await gql("query($id: ID!) { webhook(id: $id) { id } }", {"id": everything["id"]},
+                     token=admin_token)  # fmt: skip
+    assert gone["data"] == {"webhook": None}
+    again = await gql("mutation($id: ID!) { deleteWebhook(id: $id) }", {"id": everything["id"]},
+                      token=admin_token)  # fmt: skip
+    assert error_codes(again) == ["NOT_FOUND"]
+
+
+@pytest.mark.parametrize(
+    ("url", "types", "reason"),
+    [
+        ("http://169.254.169.254/latest/meta-data", ["note.*"], "webhook_target_private"),
+        ("http://10.1.2.3/hook", ["note.*"], "webhook_target_private"),
+        ("http://[::ffff:192.168.0.1]/hook", ["note.*"], "webhook_target_private"),
+        ("ftp://example.com/hook", ["note.*"], "webhook_url_scheme"),
+        ("http://user:pw@127.0.0.1/hook", ["note.*"], "webhook_url_credentials"),
+        ("http://127.0.0.1/hook", ["note.exploded!"], None),
+        ("http://127.0.0.1/hook", ["audit.*"], None),
+    ],
+)
+async def test_bad_targets_and_event_types_are_refused_before_anything_is_stored(
+    gql: GraphQLCall, admin_token: str, url: str, types: list[str], reason: str | None
+) -> None:
+    body = await gql(CREATE, {"i": {"url": url, "eventTypes": types}}, token=admin_token)
+    assert error_codes(body) == ["BAD_USER_INPUT"]
+    if reason is not None:
+        assert body["errors"][0]["extensions"]["reason"] == reason
+    listed = await gql("{ webhooks { id } }", token=admin_token)
+    assert listed["data"] == {"webhooks": []}
+
+
+async def test_only_memory_admins_manage_or_see_webhooks(
+    gql: GraphQLCall, admin_token: str, receiver: Receiver
+) -> None:
+    await _create_webhook(gql, admin_token, f"{receiver.base}/ok", ["note.*"])
+    as_editor = await gql(CREATE, {"i": {"url": f"{receiver.base}/ok", "eventTypes": ["*"]}})
+    assert error_codes(as_editor) == ["FORBIDDEN"]
+    assert error_codes(await gql("{ webhooks { id url } }")) == ["FORBIDDEN"]
+    listed = await gql("{ webhooks { url signingSecret } }", token=admin_token)
+    # The secret is shown once, at creation; never in a list.
+    assert listed["data"] == {"webhooks": [{"url": f"{receiver.base}/ok", "signingSecret": None}]}
