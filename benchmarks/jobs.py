@@ -6,7 +6,8 @@
 Everything is the production path: jobs are rows written by :class:`JobService`, woken
 by Dramatiq messages through Redis (:class:`JobDispatcher`), claimed, run and finished by
 a :class:`WorkerPool` in this process (its own event loop thread and asyncpg pool, as in
-``fortemi serve``). The handler does nothing, so the figures are the runtime's own cost.
+``fortemi serve``), every change announced on the event bus (job.created, job.started,
+job.completed). The handler does nothing, so the figures are the runtime's own cost.
 
 * **drain**: N jobs are enqueued in one transaction and dispatched (one message each),
   then a pool with T threads is started and drains them. "jobs/s" is N over the span from
@@ -40,6 +41,7 @@ from urllib.parse import urlsplit, urlunsplit
 from uuid import UUID
 
 import dramatiq
+import redis.asyncio as redis
 
 from benchmarks._common import (
     Latency,
@@ -52,9 +54,11 @@ from benchmarks._common import (
 )
 from fortemi.platform.database import Database
 from fortemi.platform.embedded import ServiceUrls
+from fortemi.platform.events import EventBus
 from fortemi.platform.migrations import Migrations
 from fortemi.workers.broker import build_broker
 from fortemi.workers.dispatch import JobDispatcher, dispatch
+from fortemi.workers.jobs.events import JobEventPublisher
 from fortemi.workers.jobs.models import HandlerContext, Job, JobOutcome, JobSpec, JobType, Tier
 from fortemi.workers.jobs.registry import JobRegistry
 from fortemi.workers.jobs.service import JobService
@@ -115,6 +119,7 @@ async def _drain(
 ) -> list[str]:  # fmt: skip
     async with db.shared_transaction() as conn:
         jobs: list[Job] = [(await service.enqueue(conn, JobSpec(type=NOOP)))[0] for _ in range(n)]
+    await service.announce_created(jobs)
     await dispatch(service, dispatcher, jobs)
     ids = [job.id for job in jobs]
     started = time.perf_counter()
@@ -204,13 +209,16 @@ async def _measure(
 ) -> None:  # fmt: skip
     broker = build_broker(urls.redis, namespace=f"bench-{uuid.uuid4().hex[:8]}")
     dispatcher = JobDispatcher(broker)
-    service = JobService(db, _registry())
-    config = WorkerConfig(database_url=dsn, registry=_registry)
+    # Events on, as in production: every job is announced created, started and completed.
+    events = redis.Redis.from_url(urls.redis)
+    service = JobService(db, _registry(), events=JobEventPublisher(EventBus(events)))
+    config = WorkerConfig(database_url=dsn, registry=_registry, redis_url=urls.redis)
     setup = await common_setup(urls, embedded, home)
     setup += [
         ("runtime", "WorkerPool in this process: 1 event loop thread, asyncpg pool 2T+2"),
         ("broker", "dramatiq RedisBroker (Retries max_retries=0 only)"),
         ("handler", "no-op; lease 60 s (heartbeat every 20 s: never fires here)"),
+        ("events", "job.created/started/completed published on the event bus, as in production"),
         (
             "workload",
             f"drain {args.jobs} jobs at T={threads}; pickup {args.latency_jobs} jobs back to "
@@ -252,6 +260,7 @@ async def _measure(
     finally:
         broker.flush_all()
         broker.close()
+        await events.aclose()
 
 
 def main() -> None:

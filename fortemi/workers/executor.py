@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from uuid import UUID
 
@@ -76,6 +76,7 @@ class JobExecutor:
         tiers: Sequence[Tier],
         worker_id: str,
         lease_seconds: float,
+        on_wake_failed: Callable[[], None] | None = None,
     ) -> None:
         if not tiers:
             raise ValueError("a worker serves at least one tier")
@@ -91,6 +92,7 @@ class JobExecutor:
         self._running: dict[UUID, asyncio.Task[JobOutcome]] = {}
         self._draining = False
         self._shutdown_cancelled: set[UUID] = set()
+        self._on_wake_failed = on_wake_failed
 
     @property
     def tiers(self) -> tuple[Tier, ...]:
@@ -130,6 +132,8 @@ class JobExecutor:
             # Infrastructure trouble (database, Redis). A claimed job's lease runs out and
             # the reaper returns it; an unclaimed one is re-sent by the relay.
             log.exception("wake-up for job %s on %s failed", job_id, tier)
+            if self._on_wake_failed is not None:
+                self._on_wake_failed()  # this wake-up is spent: have it re-sent soon
             return None
 
     async def run(self, job: Job, owner: str) -> Job | None:
@@ -154,19 +158,16 @@ class JobExecutor:
         self._running[job.id] = handler
         lease_lost = asyncio.Event()
         heartbeat = asyncio.create_task(self._heartbeat(job, owner, handler, lease_lost))
+        outcome: JobOutcome | None = None
         try:
             outcome = await handler
         except asyncio.CancelledError:
             if lease_lost.is_set():
                 log.warning("job %s lost its lease; its handler was stopped", job.id)
                 return None
-            if job.id in self._shutdown_cancelled:
-                # Hand it back at once rather than let another worker wait out the lease.
-                outcome = JobOutcome.retry(
-                    FailureClass.STALE_WORKER, "worker_shutdown", after_seconds=0
-                )
-            else:
+            if job.id not in self._shutdown_cancelled:
                 raise
+            # Shutting down: handed back below, at once and uncounted.
         except Exception as exc:
             log.exception("job %s (%s) raised %s", job.id, job.type, type(exc).__name__)
             outcome = JobOutcome.retry(FailureClass.TRANSIENT, type(exc).__name__)
@@ -176,13 +177,15 @@ class JobExecutor:
                 await heartbeat
             self._running.pop(job.id, None)
             self._shutdown_cancelled.discard(job.id)
+        if outcome is None:
+            return await self._release(job, owner)
         return await self._finish(job, owner, outcome)
 
     def drain(self, grace_seconds: float) -> None:
         """Stop claiming; cancel handlers still running after ``grace_seconds``.
 
-        Call on the executor's loop. Cancelled jobs are recorded as
-        ``retry(STALE_WORKER, "worker_shutdown")`` so another worker takes them now.
+        Call on the executor's loop. Cancelled jobs are released (pending again, the
+        attempt not counted, code ``worker_shutdown``) so another worker takes them now.
         """
         self._draining = True
         asyncio.get_running_loop().call_later(grace_seconds, self._cancel_running)
@@ -192,6 +195,13 @@ class JobExecutor:
             log.warning("job %s still running at shutdown; handing it back", job_id)
             self._shutdown_cancelled.add(job_id)
             task.cancel()
+
+    async def _release(self, job: Job, owner: str) -> Job | None:
+        released = await self._service.release(job.id, owner)
+        if released is not None:
+            # Another worker takes it now rather than waiting out the lease.
+            await dispatch(self._service, self._dispatcher, [released])
+        return released
 
     async def _finish(self, job: Job, owner: str, outcome: JobOutcome) -> Job | None:
         finished = await self._service.finish(job.id, owner, outcome)

@@ -81,11 +81,18 @@ class MaintenanceLoop:
         self._interval = interval_seconds
         self._resend_after = resend_after_seconds
         self._task: asyncio.Task[None] | None = None
+        self._resend_all = False
 
     def start(self) -> None:
         """Start on the running loop (idempotent)."""
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._run(), name="fortemi-jobs-maintenance")
+
+    def request_resend(self) -> None:
+        """Re-send every due wake-up on the next pass, not only overdue ones: wake-ups were
+        consumed while they could not be handled (the database was unreachable), and
+        waiting ``resend_after_seconds`` for them would stall recovery."""
+        self._resend_all = True
 
     async def stop(self) -> None:
         """Stop and wait for the current pass to be abandoned."""
@@ -101,14 +108,19 @@ class MaintenanceLoop:
         Returns (reaped, relayed).
         """
         reaped = await reap_once(self._service, self._dispatcher)
+        resend_all, self._resend_all = self._resend_all, False
         relayed = 0
         for _ in range(_MAX_BATCHES):
-            sent = await relay_once(
-                self._service,
-                self._dispatcher,
-                resend_after_seconds=self._resend_after,
-                limit=_BATCH,
-            )
+            try:
+                sent = await relay_once(
+                    self._service,
+                    self._dispatcher,
+                    resend_after_seconds=0 if resend_all else self._resend_after,
+                    limit=_BATCH,
+                )
+            except Exception:
+                self._resend_all = self._resend_all or resend_all  # still owed
+                raise
             relayed += sent
             if sent < _BATCH:
                 break
@@ -122,4 +134,6 @@ class MaintenanceLoop:
                 raise
             except Exception:
                 log.exception("job maintenance pass failed; retrying in %.1fs", self._interval)
+                # Wake-ups consumed meanwhile found nothing they could claim.
+                self._resend_all = True
             await asyncio.sleep(self._interval)

@@ -278,6 +278,12 @@ class JobRuntime(WakeReceiver):
             if warmer is not None:
                 log.info("warming tier %s", tier)
                 await warmer()
+        self._maintenance = MaintenanceLoop(
+            service,
+            dispatcher,
+            interval_seconds=config.maintenance_interval_seconds,
+            resend_after_seconds=config.resend_after_seconds,
+        )
         self._executor = JobExecutor(
             service,
             registry,
@@ -285,12 +291,7 @@ class JobRuntime(WakeReceiver):
             tiers=self._tiers,
             worker_id=config.worker_id,
             lease_seconds=config.lease_seconds,
-        )
-        self._maintenance = MaintenanceLoop(
-            service,
-            dispatcher,
-            interval_seconds=config.maintenance_interval_seconds,
-            resend_after_seconds=config.resend_after_seconds,
+            on_wake_failed=self._maintenance.request_resend,
         )
         self._maintenance.start()
 

@@ -132,6 +132,17 @@ WHERE j.id = d.id
 RETURNING {_J_COLUMNS}
 """  # noqa: S608 - constants only
 
+# A shutdown hands a job back uncounted: the attempt was stopped by its worker, and a job
+# with one attempt left must not fail for a deploy. The code says why it ran again.
+_RELEASE = f"""
+UPDATE public.job
+SET status = 'pending', attempts = greatest(attempts - 1, 0), next_attempt_at = now(),
+    failure_class = 'stale_worker', failure_code = 'worker_shutdown', lease_owner = NULL,
+    lease_expires_at = NULL, enqueued_at = NULL, updated_at = now()
+WHERE id = $1 AND status = 'running' AND lease_owner = $2
+RETURNING {_COLUMNS}
+"""  # noqa: S608 - constants only
+
 _CANCEL = f"""
 UPDATE public.job
 SET status = 'cancelled', lease_owner = NULL, lease_expires_at = NULL, finished_at = now(),
@@ -341,6 +352,11 @@ class JobRepository:
         seconds = [delay for _, delay in delays]
         rows = await conn.fetch(_SETTLE, ids, seconds, failure_class.value, failure_code)
         return [_job(row) for row in rows]
+
+    async def release(self, conn: Connection, job_id: UUID, worker_id: str) -> Job | None:
+        """The job, pending again with its attempt given back; None if not ours."""
+        row = await conn.fetchrow(_RELEASE, job_id, worker_id)
+        return _job(row) if row else None
 
     async def cancel(self, conn: Connection, job_id: UUID) -> Job | None:
         """The job, newly cancelled; None when it is absent or already finished."""

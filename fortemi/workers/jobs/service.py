@@ -231,6 +231,16 @@ class JobService:
         [job] = await self._repo.settle(conn, [(job_id, delay)], failure_class, code)
         return job
 
+    async def release(self, job_id: UUID, worker_id: str) -> Job | None:
+        """Hand a running job back at shutdown: pending now, its attempt not counted
+        (``stale_worker``/``worker_shutdown`` record why it ran again). None, changing
+        nothing, unless it runs under ``worker_id``'s lease."""
+        async with self._db.shared_transaction() as conn:
+            job = await self._repo.release(conn, job_id, worker_id)
+        if job is not None:
+            await self._announce([job])
+        return job
+
     async def reap(self, *, limit: int = 500) -> builtins.list[Job]:
         """Take back up to ``limit`` running jobs whose lease expired: pending again after
         a STALE_WORKER backoff, or failed when no attempts are left; both with code

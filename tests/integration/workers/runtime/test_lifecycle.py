@@ -15,7 +15,7 @@ from tests.integration.workers.runtime import jobtypes
 from tests.integration.workers.runtime.conftest import Jobs, Pools, eventually
 
 
-async def test_stopping_a_worker_hands_its_running_job_back_for_another_worker(
+async def test_stopping_a_worker_hands_its_running_job_back_without_spending_an_attempt(
     jobs: Jobs, pools: Pools
 ) -> None:
     pool = await pools.start(grace_seconds=0.2)
@@ -33,11 +33,12 @@ async def test_stopping_a_worker_hands_its_running_job_back_for_another_worker(
         FailureClass.STALE_WORKER,
         "worker_shutdown",
     )
+    assert back.attempts == 0  # the stopped run is not counted against the job
     await jobs.release(job.id)
     await pools.start()
     done = await jobs.reach(job.id, JobStatus.COMPLETED)
-    assert await jobs.executions(job.id) == [1, 2]
-    assert done.attempts == 2
+    assert await jobs.executions(job.id) == [1, 1]
+    assert done.attempts == 1
 
 
 async def test_cancelling_a_running_job_stops_its_handler(jobs: Jobs, pools: Pools) -> None:

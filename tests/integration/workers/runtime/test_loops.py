@@ -8,9 +8,10 @@ from dramatiq.brokers.redis import RedisBroker
 
 from fortemi.platform.database import Database
 from fortemi.workers.dispatch import JobDispatcher
+from fortemi.workers.executor import JobExecutor
 from fortemi.workers.jobs.models import FailureClass, JobOutcome, JobStatus, Tier
 from fortemi.workers.jobs.service import JobService
-from fortemi.workers.loops import reap_once, relay_once
+from fortemi.workers.loops import MaintenanceLoop, reap_once, relay_once
 from tests.integration.workers.runtime import jobtypes
 from tests.integration.workers.runtime.conftest import FAST_BACKOFF, Jobs, Pools, eventually
 from tests.integration.workers.runtime.jobtypes import build_registry
@@ -83,3 +84,32 @@ async def test_wake_up_delivered_before_its_job_is_due_is_sent_again_for_the_res
     done = await jobs.reach(job.id, JobStatus.COMPLETED)
     assert done.attempts == 2
     assert await jobs.executions(job.id) == [2]
+
+
+async def test_a_wake_up_spent_while_the_database_is_unreachable_is_resent_on_the_next_pass(
+    jobs: Jobs,
+    service: JobService,
+    dispatcher: JobDispatcher,
+    broker: RedisBroker,
+    runtime_dsn: str,
+) -> None:
+    job = await jobs.submit(jobtypes.RELAYED)  # sent: the relay would wait an hour
+    loop = MaintenanceLoop(service, dispatcher, resend_after_seconds=3600)
+    unreachable = await Database.connect(runtime_dsn, min_size=1, max_size=1)
+    await unreachable.close()
+    executor = JobExecutor(
+        JobService(unreachable, build_registry(unreachable)),
+        build_registry(unreachable),
+        dispatcher,
+        tiers=[Tier.CPU],
+        worker_id="cut-off",
+        lease_seconds=60,
+        on_wake_failed=loop.request_resend,
+    )
+    # The worker consumes the wake-up but cannot claim: the message is spent.
+    await asyncio.to_thread(broker.flush_all)
+    assert await loop.run_once() == (0, 0)  # not overdue: nothing re-sent yet
+    assert await executor.wake(Tier.CPU, str(job.id)) is None
+    assert await loop.run_once() == (0, 1)  # re-sent at once, not an hour later
+    assert await _queued(broker, Tier.CPU) == 1
+    assert await loop.run_once() == (0, 0)  # and only once
