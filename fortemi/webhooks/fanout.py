@@ -22,6 +22,7 @@ from typing import Any
 import redis.asyncio as redis
 from redis.exceptions import RedisError, ResponseError
 
+from fortemi.platform.errors import Unavailable
 from fortemi.platform.events import STREAM, Event
 from fortemi.webhooks.service import WebhookService
 from fortemi.workers.jobs.models import Job
@@ -143,7 +144,26 @@ class WebhookFanout:
                 events.append(Event.decode(_text(event_id), _text(raw)))
             except (ValueError, TypeError, KeyError):
                 log.error("event %s is malformed; not delivered to webhooks", _text(event_id))
-        jobs = await self._webhooks.fan_out(events)
+        try:
+            jobs = await self._webhooks.fan_out(events)
+        except Unavailable:
+            raise  # the database or Redis is down: the batch waits, unacknowledged
+        except Exception:
+            # Not an outage: perhaps one event the fan-out cannot handle. Go one by one so
+            # that one is logged and skipped instead of holding back every event after it.
+            log.exception("webhook fan-out of a batch failed; retrying its events one by one")
+            jobs = await self._one_by_one(events)
         if jobs:
             await self._dispatch(jobs)
         await self._redis.xack(self._stream, GROUP, *[event_id for event_id, _ in entries])
+
+    async def _one_by_one(self, events: Sequence[Event]) -> list[Job]:
+        jobs: list[Job] = []
+        for event in events:
+            try:
+                jobs.extend(await self._webhooks.fan_out([event]))
+            except Unavailable:
+                raise
+            except Exception:
+                log.exception("event %s (%s) not delivered to webhooks", event.id, event.type)
+        return jobs
