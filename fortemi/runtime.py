@@ -32,6 +32,7 @@ from fortemi.auth.policy import (
     RedisCachedPolicyProvider,
 )
 from fortemi.auth.tokens import TokenValidator
+from fortemi.inference import InferenceBackend, build_backend
 from fortemi.platform.database import Database
 from fortemi.platform.embedded import ServiceUrls
 from fortemi.platform.events import EventBus
@@ -41,6 +42,8 @@ from fortemi.platform.migrations import Migrations
 from fortemi.platform.notes import NoteService
 from fortemi.platform.sealing import SecretBox
 from fortemi.platform.settings import Settings
+from fortemi.retrieval.indexing import EmbeddingEnqueuer
+from fortemi.retrieval.search import SearchService
 from fortemi.webhooks.fanout import WebhookFanout
 from fortemi.webhooks.service import WebhookService
 from fortemi.webhooks.targets import TargetPolicy
@@ -51,7 +54,7 @@ from fortemi.workers.jobs.events import JobEventPublisher
 from fortemi.workers.jobs.models import Job
 from fortemi.workers.jobs.service import JobService
 from fortemi.workers.loops import relay_once
-from fortemi.workers.runtime import builtin_registry
+from fortemi.workers.runtime import builtin_registry, embedding_tier
 
 __all__ = ["Runtime"]
 
@@ -80,6 +83,8 @@ class Runtime:
     issuer: LocalIssuer | None
     http: httpx.AsyncClient
     webhooks: WebhookService
+    search: SearchService
+    backend: InferenceBackend
     fanout: WebhookFanout | None = None
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
@@ -150,7 +155,15 @@ class Runtime:
         await audit.start()
         broker_for_jobs = build_broker(urls.redis)
         events = EventBus(broker)
-        jobs = JobService(db, builtin_registry(settings)(db), events=JobEventPublisher(events))
+        backend = build_backend(settings)  # loads or connects on first use only
+        jobs = JobService(
+            db, builtin_registry(settings, backend=backend)(db), events=JobEventPublisher(events)
+        )
+        dispatcher = JobDispatcher(broker_for_jobs)
+
+        async def wake(pending: Sequence[Job]) -> None:
+            await dispatch_jobs(jobs, dispatcher, pending)
+
         runtime = cls(
             settings=settings,
             db=db,
@@ -162,6 +175,7 @@ class Runtime:
                 max_note_bytes=settings.max_note_bytes,
                 max_page_size=settings.max_page_size,
                 max_upsert_batch=settings.max_upsert_batch,
+                indexer=EmbeddingEnqueuer(jobs, wake, tier=embedding_tier(backend)),
             ),
             tokens=build_token_validator(settings, http),
             policies=policies,
@@ -172,7 +186,7 @@ class Runtime:
             jobs=jobs,
             events=events,
             broker=broker_for_jobs,
-            dispatcher=JobDispatcher(broker_for_jobs),
+            dispatcher=dispatcher,
             issuer=issuer,
             http=http,
             webhooks=WebhookService(
@@ -181,6 +195,8 @@ class Runtime:
                 jobs,
                 policy=TargetPolicy.from_cidrs(settings.webhook_allowed_networks),
             ),
+            search=SearchService(db, backend),
+            backend=backend,
         )
         runtime.fanout = WebhookFanout(broker, runtime.webhooks, runtime.dispatch_all)
         runtime.tasks.append(asyncio.create_task(runtime.policy_files.watch()))
@@ -206,6 +222,7 @@ class Runtime:
         if self.fanout is not None:
             await self.fanout.close()
         await self.audit.close()
+        await self.backend.aclose()
         await self.http.aclose()
         await self.redis.aclose()
         await self.db.close()

@@ -33,6 +33,7 @@ from fortemi.graphql.notes import NoteMutation, NoteQuery
 from fortemi.graphql.notes.types import Note
 from fortemi.graphql.policies import PolicyMutation, PolicyQuery
 from fortemi.graphql.principal import PrincipalQuery
+from fortemi.graphql.search import SearchQuery
 from fortemi.graphql.webhooks import WebhookMutation, WebhookQuery
 from fortemi.platform.settings import Settings
 
@@ -40,7 +41,16 @@ __all__ = ["build_schema", "print_sdl"]
 
 Query = merge_types(
     "Query",
-    (PrincipalQuery, MemoryQuery, NoteQuery, JobQuery, WebhookQuery, AuditQuery, PolicyQuery),
+    (
+        PrincipalQuery,
+        MemoryQuery,
+        NoteQuery,
+        SearchQuery,
+        JobQuery,
+        WebhookQuery,
+        AuditQuery,
+        PolicyQuery,
+    ),
 )
 Mutation = merge_types(
     "Mutation", (MemoryMutation, NoteMutation, JobMutation, WebhookMutation, PolicyMutation)

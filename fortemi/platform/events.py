@@ -28,6 +28,7 @@ from typing import Any
 
 import redis.asyncio as redis
 from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from fortemi.platform.errors import Conflict, Unavailable
 
@@ -96,7 +97,7 @@ class EventBus:
         max_len: int = 10_000,
         stream: str = STREAM,
         approximate: bool = True,
-        block_ms: int = 5000,
+        block_ms: int = 2000,
         subscriber_buffer: int = 1000,
     ) -> None:
         # Approximate trimming (MAXLEN ~) is much cheaper and keeps at least max_len.
@@ -179,10 +180,15 @@ class EventBus:
         position = "$"
         try:
             while True:
-                # redis-py types replies loosely; the shape is [[stream, [(id, fields)]]].
-                batches: Any = await self._redis.xread(
-                    {self._stream: position}, block=self._block_ms, count=500
-                )
+                try:
+                    # redis-py types replies loosely: [[stream, [(id, fields)]]].
+                    batches: Any = await self._redis.xread(
+                        {self._stream: position}, block=self._block_ms, count=500
+                    )
+                except RedisTimeoutError:
+                    # A quiet stream: the client's socket timeout beat the block. Not an
+                    # outage; read again.
+                    continue
                 for _, entries in batches or ():
                     for event_id, fields in entries:
                         position = _text(event_id)

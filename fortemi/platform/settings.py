@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Annotated
 
 import platformdirs
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from fortemi.platform.urls import check_issuer_url
@@ -130,6 +130,55 @@ class Settings(BaseSettings):
     webhook_timeout_seconds: float = Field(default=10.0, gt=0, le=120)
     webhook_max_attempts: int = Field(default=8, ge=1, le=50)
 
+    # -- inference (embeddings and generation; see fortemi/inference) ---------------------
+    ollama_host: str | None = Field(
+        default=None,
+        description="Ollama server for embeddings and generation; unset: the local CPU embedder",
+        validation_alias=_alias("OLLAMA_HOST"),
+    )
+    ollama_embed_model: str = "nomic-embed-text"
+    ollama_fast_model: str = "qwen3.5:9b"
+    ollama_standard_model: str = "qwen3.5:27b"
+    openai_base_url: str | None = Field(
+        default=None, description="An OpenAI-compatible server, used when OLLAMA_HOST is unset"
+    )
+    openai_api_key: SecretStr | None = None
+    openai_embed_model: str = "text-embedding-3-small"
+    openai_generate_model: str = "gpt-4o-mini"
+    inference_timeout_seconds: float = Field(default=120.0, gt=0)
+    embed_batch_size: int = Field(default=32, ge=1, le=2048)
+    local_embed_model_dir: Path | None = Field(
+        default=None, description="Model folder of the local embedder; default: the installed one"
+    )
+    local_embed_threads: int | None = Field(
+        default=None, ge=1, description="Threads of the local embedder; default: usable cores"
+    )
+
+    @field_validator("ollama_host", "openai_base_url", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        # `OLLAMA_HOST=` in a compose file means "no Ollama", not a server named "".
+        if isinstance(value, str):
+            return value.strip() or None
+        return value
+
+    @field_validator("openai_base_url")
+    @classmethod
+    def _http_base_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"FORTEMI_OPENAI_BASE_URL must be an http(s) URL, not {value!r}")
+        return value
+
+    # -- end of inference ----------------------------------------------------------------
+
+    # -- search ------------------------------------------------------------------------
+    chunk_size: int = Field(
+        default=1000, ge=100, le=20_000, description="Target characters per embedded chunk"
+    )
+    chunk_overlap: int = Field(
+        default=100, ge=0, le=5000, description="Characters repeated when a paragraph is split"
+    )
+
     # -- limits ------------------------------------------------------------------------
     max_note_bytes: int = Field(default=1_048_576, ge=1)
     max_request_bytes: int = Field(default=8 * 1_048_576, ge=1024)
@@ -153,6 +202,12 @@ class Settings(BaseSettings):
         if value is not None:
             check_issuer_url(value)
         return value
+
+    @model_validator(mode="after")
+    def _overlap_below_half_a_chunk(self) -> Settings:
+        if self.chunk_overlap * 2 >= self.chunk_size:
+            raise ValueError("FORTEMI_CHUNK_OVERLAP must be under half of FORTEMI_CHUNK_SIZE")
+        return self
 
     @field_validator("webhook_allowed_networks", mode="before")
     @classmethod

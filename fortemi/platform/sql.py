@@ -29,9 +29,10 @@ _MAX_CURSOR_CHARS = 256
 class Where:
     """A WHERE clause from fixed fragments; every value becomes the next ``$n``."""
 
-    def __init__(self) -> None:
+    def __init__(self, *leading: Any) -> None:
+        """``leading``: values the rest of the statement binds first, as ``$1``.. ``$n``."""
         self.clauses: list[str] = []
-        self.args: list[Any] = []
+        self.args: list[Any] = list(leading)
 
     def add(self, fragment: str, *values: Any) -> None:
         """``fragment`` names its values ``{0}``, ``{1}``...; they become placeholders."""

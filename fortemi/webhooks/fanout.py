@@ -21,6 +21,7 @@ from typing import Any
 
 import redis.asyncio as redis
 from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from fortemi.platform.errors import Unavailable
 from fortemi.platform.events import STREAM, Event
@@ -47,7 +48,7 @@ class WebhookFanout:
         dispatch: Callable[[Sequence[Job]], Awaitable[None]],
         *,
         stream: str = STREAM,
-        block_ms: int = 5000,
+        block_ms: int = 2000,
         claim_idle_ms: int = 30_000,
         retry_seconds: float = 1.0,
     ) -> None:
@@ -118,13 +119,16 @@ class WebhookFanout:
         self._group_ready = True
 
     async def _read(self, position: str, *, block: bool) -> Sequence[tuple[Any, Any]]:
-        reply: Any = await self._redis.xreadgroup(
-            GROUP,
-            self.consumer,
-            {self._stream: position},
-            count=_BATCH,
-            block=self._block_ms if block else None,
-        )
+        try:
+            reply: Any = await self._redis.xreadgroup(
+                GROUP,
+                self.consumer,
+                {self._stream: position},
+                count=_BATCH,
+                block=self._block_ms if block else None,
+            )
+        except RedisTimeoutError:
+            return []  # a quiet stream outlasted the client's socket timeout
         return [entry for _, entries in reply or () for entry in entries]
 
     async def _claim_stale(self) -> Sequence[tuple[Any, Any]]:

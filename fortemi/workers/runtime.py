@@ -35,11 +35,13 @@ import dramatiq
 import redis.asyncio as redis
 from dramatiq.middleware import MiddlewareError
 
+from fortemi.inference import InferenceBackend, build_backend
 from fortemi.platform.database import Database
 from fortemi.platform.events import EventBus
 from fortemi.platform.notes import NoteService
 from fortemi.platform.sealing import SecretBox
 from fortemi.platform.settings import Settings
+from fortemi.retrieval.indexing import Chunking, embedding_job_type
 from fortemi.webhooks.delivery import DeliverySettings, webhook_delivery_type
 from fortemi.webhooks.targets import TargetPolicy
 from fortemi.workers.broker import WakeReceiver
@@ -60,6 +62,7 @@ __all__ = [
     "WorkerBootError",
     "WorkerConfig",
     "builtin_registry",
+    "embedding_tier",
 ]
 
 log = logging.getLogger(__name__)
@@ -78,9 +81,24 @@ class WorkerBootError(MiddlewareError):
     it propagate out of ``Worker.start`` instead of logging it and consuming anyway."""
 
 
-def builtin_registry(settings: Settings) -> RegistryFactory:
-    """The built-in job types, with services built on the worker's own database."""
+def embedding_tier(backend: InferenceBackend) -> Tier:
+    """Where embedding runs: the local CPU model on the cpu tier, a model server's work on
+    the fast GPU tier (whose workers are the ones placed near it)."""
+    return Tier.CPU if backend.name == "local" else Tier.FAST_GPU
+
+
+def builtin_registry(
+    settings: Settings, *, backend: InferenceBackend | None = None
+) -> RegistryFactory:
+    """The built-in job types, with services built on the worker's own database.
+
+    ``backend`` embeds for the ``Embedding`` job; by default one is built per registry
+    (remote clients belong to the event loop that made them, and each worker has its own).
+    """
     box = SecretBox.from_settings(settings)
+    chunking = Chunking(
+        size=settings.chunk_size, overlap=settings.chunk_overlap, batch=settings.embed_batch_size
+    )
     delivery = DeliverySettings(
         policy=TargetPolicy.from_cidrs(settings.webhook_allowed_networks),
         timeout_seconds=settings.webhook_timeout_seconds,
@@ -97,6 +115,8 @@ def builtin_registry(settings: Settings) -> RegistryFactory:
             )
         )
         registry.register(webhook_delivery_type(db, box, delivery))
+        embedder = backend or build_backend(settings)
+        registry.register(embedding_job_type(db, embedder, chunking, tier=embedding_tier(embedder)))
         return registry
 
     return factory

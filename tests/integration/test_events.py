@@ -137,3 +137,23 @@ async def test_a_subscriber_that_falls_behind_the_buffer_is_told_to_resync(
             await _drain(slow, 40)
     finally:
         await _close([slow])
+
+
+async def test_a_quiet_stream_longer_than_the_socket_timeout_ends_no_subscription(
+    service_urls: ServiceUrls,
+) -> None:
+    # redis-py's default socket timeout (5 s) is shorter than a long blocking read; a
+    # client with a 0.2 s timeout and a 1 s block hits that case at once.
+    impatient = redis.Redis.from_url(service_urls.redis, socket_timeout=0.2)
+    try:
+        bus = EventBus(impatient, stream=_stream(), block_ms=1000)
+        [stream] = await _started(bus, 1)
+        await asyncio.sleep(1.5)  # several timed-out reads, no events
+        published = await bus.publish(_event(42))
+        event = await anext(stream)
+        while event.id != published:
+            event = await anext(stream)
+        assert event.payload == {"i": 42}
+        await _close([stream])
+    finally:
+        await impatient.aclose()

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from fortemi.platform.database import Database
+from fortemi.platform.database import Database, memory_schema
 from fortemi.platform.errors import BadUserInput, Conflict, NotFound
 from fortemi.platform.memories import MemoryService
 from fortemi.platform.migrations import Migrations
@@ -53,10 +53,10 @@ async def test_resolving_an_unknown_memory_is_not_found(memory_service: MemorySe
 async def test_memory_behind_the_template_is_migrated_on_first_access(
     memory: str, memory_service: MemoryService, db: Database
 ) -> None:
-    # Roll the memory back to version 0 by hand: drop its tables and reset its version.
-    async with db.memory_transaction(memory) as conn:
-        await conn.execute("DROP TABLE note_version, note_original, note CASCADE")
-        await conn.execute("DROP FUNCTION reject_history_update()")
+    # Roll the memory back to version 0 by hand: empty its schema and reset its version.
+    schema = memory_schema(memory)
+    async with db.connection() as conn:
+        await conn.execute(f"DROP SCHEMA {schema} CASCADE; CREATE SCHEMA {schema}")
         await conn.execute("UPDATE public.memory SET schema_version = 0 WHERE name = $1", memory)
     fresh = MemoryService(db, Migrations())  # no cached knowledge of the memory
     assert await fresh.resolve(memory) == memory

@@ -158,7 +158,9 @@ class NoteVisibility:
 class NoteFilter:
     tags_all: tuple[str, ...] = ()
     tags_any: tuple[str, ...] = ()
+    tags_none: tuple[str, ...] = ()
     project: str | None = None
+    projects: tuple[str, ...] | None = None  # any of these; () matches nothing
     skill: str | None = None
     collection: str | None = None
     source: str | None = None

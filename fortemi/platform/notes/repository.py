@@ -30,7 +30,7 @@ from fortemi.platform.notes.models import (
 )
 from fortemi.platform.sql import Where
 
-__all__ = ["NoteInsert", "NoteRepository", "NoteWrite"]
+__all__ = ["NoteInsert", "NoteRepository", "NoteWrite", "note_filter_where"]
 
 _COLUMNS = (
     "id, title, content, format, source, metadata, tags, collection, project, skill, starred, "
@@ -221,12 +221,22 @@ def _version(row: asyncpg.Record) -> NoteVersion:
 
 
 def _filter(note_filter: NoteFilter) -> Where:
-    f, where = note_filter, Where()
+    return note_filter_where(note_filter, Where())
+
+
+def note_filter_where(note_filter: NoteFilter, where: Where) -> Where:
+    """Add ``note_filter``'s conditions on the note table's columns (unqualified) to
+    ``where``, after the parameters it holds already; returns it."""
+    f = note_filter
     where.add("deleted_at IS NOT NULL" if f.deleted else "deleted_at IS NULL")
     if f.tags_all:
         where.add("tags @> {0}::text[]", list(f.tags_all))
     if f.tags_any:
         where.add("tags && {0}::text[]", list(f.tags_any))
+    if f.tags_none:
+        where.add("NOT (tags && {0}::text[])", list(f.tags_none))
+    if f.projects is not None:
+        where.add("project = ANY({0}::text[])", list(f.projects))
     for column in ("project", "skill", "collection", "source", "starred", "archived"):
         value = getattr(f, column)
         if value is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
+from typing import Any, Protocol
 from uuid import UUID, uuid4
 
 from fortemi.platform.database import Connection, Database
@@ -127,6 +128,21 @@ def _decide(
     return UpsertOutcome.UPDATED, write
 
 
+class NoteIndexer(Protocol):
+    """Keeps what is derived from notes (chunks, embeddings) in step with them.
+
+    :meth:`enqueue` runs inside the transaction that changed the notes' text (so the work
+    is recorded if and only if the change commits); :meth:`committed` gets what it
+    returned, after the commit (to wake the workers).
+    """
+
+    async def enqueue(
+        self, conn: Connection, memory: str, note_ids: Sequence[UUID]
+    ) -> Sequence[Any]: ...
+
+    async def committed(self, pending: Sequence[Any]) -> None: ...
+
+
 class NoteService:
     """The notes of a memory.
 
@@ -137,9 +153,16 @@ class NoteService:
     """
 
     def __init__(
-        self, db: Database, *, max_note_bytes: int, max_page_size: int, max_upsert_batch: int
+        self,
+        db: Database,
+        *,
+        max_note_bytes: int,
+        max_page_size: int,
+        max_upsert_batch: int,
+        indexer: NoteIndexer | None = None,
     ) -> None:
         self._db = db
+        self._indexer = indexer
         self._repo = NoteRepository()
         self._max_note_bytes = max_note_bytes
         self._max_page_size = max_page_size
@@ -151,6 +174,13 @@ class NoteService:
         """The note, soft-deleted or not (``deleted_at`` tells); None if absent."""
         async with self._db.memory_transaction(memory) as conn:
             return await self._repo.get(conn, note_id)
+
+    async def get_many(self, memory: str, note_ids: Sequence[UUID]) -> dict[UUID, Note]:
+        """The notes of ``note_ids`` that exist (deleted ones included), by id."""
+        if not note_ids:
+            return {}
+        async with self._db.memory_transaction(memory) as conn:
+            return await self._repo.get_many(conn, note_ids)
 
     async def list(
         self, memory: str, *, first: int | None, after: str | None, filter: NoteFilter
@@ -227,7 +257,10 @@ class NoteService:
             id=uuid4(), state=state, content_hash=content_hash(state.content), actor=actor
         )
         async with self._db.memory_transaction(memory) as conn:
-            return await self._repo.insert(conn, row)
+            note = await self._repo.insert(conn, row)
+            pending = await self._index(conn, memory, [note.id])
+        await self._committed(pending)
+        return note
 
     async def update(
         self,
@@ -256,7 +289,11 @@ class NoteService:
                     expected_version=expected,
                     current_version=current.version,
                 )
-            return await self._change(conn, current, apply_patch(state_of(current), patch), actor)
+            note, pending = await self._change(
+                conn, memory, current, apply_patch(state_of(current), patch), actor
+            )
+        await self._committed(pending)
+        return note
 
     async def restore_version(
         self,
@@ -281,7 +318,11 @@ class NoteService:
             )
             if old is None:
                 raise _no_version(note_id, version)
-            return await self._change(conn, current, with_version(state_of(current), old), actor)
+            note, pending = await self._change(
+                conn, memory, current, with_version(state_of(current), old), actor
+            )
+        await self._committed(pending)
+        return note
 
     async def delete(
         self, memory: str, note_id: UUID, *, actor: str | None, owner: Owner | None = None
@@ -377,6 +418,9 @@ class NoteService:
             await self._repo.write_many(conn, writes)
             written = [row.id for row in inserts] + [row.id for row in writes]
             stored = await self._repo.get_many(conn, written) if written else {}
+            reindex = [row.id for row in inserts] + [w.id for w in writes if w.new_version]
+            pending = await self._index(conn, memory, reindex)
+        await self._committed(pending)
         return [
             UpsertResult(external_id, outcome, note if isinstance(note, Note) else stored[note])
             for external_id, outcome, note in outcomes
@@ -409,10 +453,31 @@ class NoteService:
                 _same_owner(note, owner)
 
     async def _change(
-        self, conn: Connection, current: Note, target: NoteDraft, actor: str | None
-    ) -> Note:
+        self,
+        conn: Connection,
+        memory: str,
+        current: Note,
+        target: NoteDraft,
+        actor: str | None,
+    ) -> tuple[Note, Sequence[Any]]:
+        """The note after the write ``target`` needs (none: unchanged), and what the
+        indexer has to finish once the transaction commits."""
         write = _next_write(current, target, actor)
-        return current if write is None else await self._repo.write(conn, write)
+        if write is None:
+            return current, ()
+        note = await self._repo.write(conn, write)
+        return note, await self._index(conn, memory, [note.id]) if write.new_version else ()
+
+    async def _index(
+        self, conn: Connection, memory: str, note_ids: Sequence[UUID]
+    ) -> Sequence[Any]:
+        if self._indexer is None or not note_ids:
+            return ()
+        return await self._indexer.enqueue(conn, memory, note_ids)
+
+    async def _committed(self, pending: Sequence[Any]) -> None:
+        if self._indexer is not None and pending:
+            await self._indexer.committed(pending)
 
 
 def _policy(on_change: ChangePolicy | str) -> ChangePolicy:

@@ -408,7 +408,17 @@ def validate_filter(note_filter: NoteFilter) -> NoteFilter:
         note_filter,
         tags_all=tags(note_filter.tags_all, "tags_all"),
         tags_any=tags(note_filter.tags_any, "tags_any"),
+        tags_none=tags(note_filter.tags_none, "tags_none"),
         project=validate_label(note_filter.project, "project"),
+        projects=(
+            None
+            if note_filter.projects is None
+            else tuple(
+                label
+                for label in (validate_label(v, "projects") for v in note_filter.projects)
+                if label is not None
+            )
+        ),
         skill=validate_skill(note_filter.skill),
         collection=validate_label(note_filter.collection, "collection"),
         source=validate_label(note_filter.source, "source"),

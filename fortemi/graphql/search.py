@@ -1,0 +1,226 @@
+"""Search over the request's memory, or several the caller may read: hybrid, lexical or
+semantic, fused with RRF or RSF, filtered before ranking, explained per leg on request."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+from typing import Annotated
+
+import strawberry
+
+from fortemi.auth.decision import Action, Resource
+from fortemi.graphql.context import Info
+from fortemi.graphql.notes.types import Note
+from fortemi.platform.errors import BadUserInput
+from fortemi.retrieval import search as model
+
+__all__ = ["SearchQuery"]
+
+MAX_MEMORIES = 10
+
+
+@strawberry.enum(description="Which legs run: both fused, or one alone")
+class SearchMode(Enum):
+    HYBRID = "hybrid"
+    LEXICAL = "lexical"
+    SEMANTIC = "semantic"
+
+
+@strawberry.enum(description="How the legs are fused")
+class Fusion(Enum):
+    RRF = "rrf"
+    RSF = "rsf"
+
+
+@strawberry.input(description="Conditions every hit meets, applied before ranking")
+class SearchFilter:
+    required_tags: list[str] | None = strawberry.field(default=None, description="All of")
+    any_tags: list[str] | None = strawberry.field(default=None, description="At least one of")
+    excluded_tags: list[str] | None = strawberry.field(default=None, description="None of")
+    projects: list[str] | None = strawberry.field(
+        default=None, description="In one of these projects ([] matches nothing)"
+    )
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    starred: bool | None = None
+    archived: bool | None = None
+
+
+@strawberry.type(description="Why a hit ranks where it does")
+class HitExplain:
+    lexical_rank: int | None
+    lexical_score: float | None = strawberry.field(description="BM25")
+    semantic_rank: int | None
+    semantic_score: float | None = strawberry.field(description="Cosine similarity")
+    fused_score: float
+
+
+@strawberry.type
+class SearchHit:
+    note: Note
+    memory: str
+    score: float
+    chunk: str | None = strawberry.field(description="The part of the note that matched best")
+    explain: HitExplain | None
+
+
+@strawberry.type(description="How the legs were fused for this query")
+class SearchFusion:
+    query_type: str = strawberry.field(description="quoted, keyword, natural or conceptual")
+    k: int = strawberry.field(description="RRF's k")
+    lexical_weight: float
+    semantic_weight: float
+
+
+@strawberry.type
+class SearchResults:
+    hits: list[SearchHit]
+    degraded: bool = strawberry.field(description="The semantic leg could not run")
+    degraded_reason: str | None
+    took_ms: float
+    fusion: SearchFusion | None
+
+
+@strawberry.type
+class SearchIndexStatus:
+    notes: int
+    chunks: int
+    embedded_chunks: int
+    pending_embedding_jobs: int
+    model: str | None = strawberry.field(description="The embedding model searched with")
+
+
+def _filter(given: SearchFilter | None) -> model.SearchFilter:
+    if given is None:
+        return model.SearchFilter()
+    return model.SearchFilter(
+        required_tags=tuple(given.required_tags or ()),
+        any_tags=tuple(given.any_tags or ()),
+        excluded_tags=tuple(given.excluded_tags or ()),
+        projects=None if given.projects is None else tuple(given.projects),
+        created_after=given.created_after,
+        created_before=given.created_before,
+        starred=given.starred,
+        archived=given.archived,
+    )
+
+
+async def _scopes(info: Info, memories: list[str] | None) -> list[model.Scope]:
+    context = info.context
+    if memories is None:
+        names = [await context.memory()]
+    else:
+        if not 1 <= len(memories) <= MAX_MEMORIES:
+            raise BadUserInput(f"Give 1 to {MAX_MEMORIES} memories", field="memories")
+        names = [await context.runtime.memories.resolve(name) for name in dict.fromkeys(memories)]
+    scopes = []
+    for name in names:
+        await context.authorize(Action.READ, Resource.of_memory(name))
+        scopes.append(model.Scope(name, await context.visibility(name)))
+    return scopes
+
+
+@strawberry.type
+class SearchQuery:
+    @strawberry.field(description="Find notes by words and meaning")
+    async def search(
+        self,
+        info: Info,
+        query: str,
+        mode: SearchMode = SearchMode.HYBRID,
+        fusion: Fusion = Fusion.RRF,
+        alpha: Annotated[
+            float | None,
+            strawberry.argument(description="Semantic weight 0..1 (lexical gets the rest)"),
+        ] = None,
+        k: Annotated[int | None, strawberry.argument(description="RRF's k (default 60)")] = None,
+        adaptive_k: Annotated[
+            bool,
+            strawberry.argument(description="RRF's k by query type: smaller for short or quoted"),
+        ] = False,
+        limit: int = 10,
+        filter: SearchFilter | None = None,
+        explain: bool = False,
+        memories: Annotated[
+            list[str] | None,
+            strawberry.argument(
+                description="Search these memories together (default: the request's)"
+            ),
+        ] = None,
+        ef_search: Annotated[
+            int | None,
+            strawberry.argument(description="HNSW candidate list size, 10..1000 (default 100)"),
+        ] = None,
+    ) -> SearchResults:
+        runtime = info.context.runtime
+        scopes = await _scopes(info, memories)
+        outcome = await runtime.search.search(
+            scopes,
+            model.SearchRequest(
+                query=query,
+                mode=model.SearchMode(mode.value),
+                fusion=model.FusionMode(fusion.value),
+                alpha=alpha,
+                k=k,
+                adaptive=adaptive_k,
+                limit=limit,
+                filter=_filter(filter),
+                ef_search=ef_search,
+            ),
+        )
+        notes = {}
+        for memory in {hit.memory for hit in outcome.hits}:
+            ids = [hit.note_id for hit in outcome.hits if hit.memory == memory]
+            found = await runtime.notes.get_many(memory, ids)
+            notes.update({(memory, note_id): note for note_id, note in found.items()})
+        hits = []
+        for hit in outcome.hits:
+            note = notes.get((hit.memory, hit.note_id))
+            if note is None:  # purged between ranking and reading
+                continue
+            hits.append(
+                SearchHit(
+                    note=Note.from_model(note),
+                    memory=hit.memory,
+                    score=hit.score,
+                    chunk=hit.chunk,
+                    explain=HitExplain(
+                        lexical_rank=hit.lexical_rank,
+                        lexical_score=hit.lexical_score,
+                        semantic_rank=hit.semantic_rank,
+                        semantic_score=hit.semantic_score,
+                        fused_score=hit.score,
+                    )
+                    if explain
+                    else None,
+                )
+            )
+        plan = outcome.fusion
+        return SearchResults(
+            hits=hits,
+            degraded=outcome.degraded,
+            degraded_reason=outcome.degraded_reason,
+            took_ms=outcome.took_ms,
+            fusion=None
+            if plan is None
+            else SearchFusion(
+                query_type=outcome.query_type.value,
+                k=plan.k,
+                lexical_weight=plan.lexical_weight,
+                semantic_weight=plan.semantic_weight,
+            ),
+        )
+
+    @strawberry.field(description="How much of this memory is searchable yet")
+    async def search_index_status(self, info: Info) -> SearchIndexStatus:
+        memory = await info.context.memory()
+        await info.context.authorize(Action.READ, Resource.of_memory(memory))
+        status = await info.context.runtime.search.index_status(memory)
+        return SearchIndexStatus(
+            notes=status.notes,
+            chunks=status.chunks,
+            embedded_chunks=status.embedded_chunks,
+            pending_embedding_jobs=status.pending_embedding_jobs,
+            model=status.model,
+        )

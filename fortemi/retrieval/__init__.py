@@ -1,0 +1,1 @@
+"""Retrieval: turning notes into searchable pieces and finding them again."""

@@ -1,0 +1,150 @@
+"""Embedding sets: which model embedded a memory's chunks, at what dimension, and how a
+note became the text it embedded (its :class:`DocumentComposition`).
+
+A set is named after its model and composition, so changing either starts a new set beside
+the old one instead of mixing incomparable vectors; a query embeds with the set it
+searches. Each set gets its own partial HNSW index (cosine) on a cast of the vector column
+to the set's dimension, created with the set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import asyncpg
+
+from fortemi.platform.database import Connection
+
+__all__ = ["DocumentComposition", "EmbeddingSet", "EmbeddingSets", "composition_for"]
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentComposition:
+    """How a chunk of a note becomes the text a model embeds, and a query its text.
+
+    Prefixes are the instructions some models are trained with (nomic-embed-text expects
+    ``search_document: `` and ``search_query: ``); MiniLM takes none.
+    """
+
+    include_title: bool = True
+    include_content: bool = True
+    include_tags: bool = False
+    document_prefix: str = ""
+    query_prefix: str = ""
+
+    def document(self, title: str, chunk: str, tags: Sequence[str]) -> str:
+        parts = []
+        if self.include_title and title.strip():
+            parts.append(title.strip())
+        if self.include_content and chunk.strip():
+            parts.append(chunk.strip())
+        if self.include_tags and tags:
+            parts.append("Tags: " + ", ".join(tags))
+        return self.document_prefix + "\n\n".join(parts)
+
+    def query(self, text: str) -> str:
+        return self.query_prefix + text
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> DocumentComposition:
+        known = {name: value[name] for name in cls.__dataclass_fields__ if name in value}
+        return cls(**known)
+
+    def fingerprint(self) -> str:
+        raw = json.dumps(self.as_json(), sort_keys=True).encode()
+        return hashlib.blake2b(raw, digest_size=4).hexdigest()
+
+
+def composition_for(model: str) -> DocumentComposition:
+    """The composition a model is meant to be used with."""
+    if model.startswith("nomic-embed-text"):
+        return DocumentComposition(
+            document_prefix="search_document: ", query_prefix="search_query: "
+        )
+    return DocumentComposition()
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingSet:
+    id: int
+    name: str
+    model: str
+    dimension: int
+    composition: DocumentComposition
+
+    @property
+    def index_name(self) -> str:
+        return f"chunk_embedding_hnsw_{self.id}"
+
+    @property
+    def cast(self) -> str:
+        """The SQL type vectors of this set are compared as (the HNSW index's expression)."""
+        return f"vector({int(self.dimension)})"
+
+
+def set_name(model: str, dimension: int, composition: DocumentComposition) -> str:
+    return f"{model}/{dimension}/{composition.fingerprint()}"
+
+
+def _set(row: asyncpg.Record) -> EmbeddingSet:
+    composition = row["composition"]
+    if isinstance(composition, str):
+        composition = json.loads(composition)
+    return EmbeddingSet(
+        id=row["id"],
+        name=row["name"],
+        model=row["model"],
+        dimension=row["dimension"],
+        composition=DocumentComposition.from_json(composition),
+    )
+
+
+_SELECT = "SELECT id, name, model, dimension, composition FROM embedding_set"
+
+
+class EmbeddingSets:
+    """Sets of the memory whose transaction (``Database.memory_transaction``) is in use."""
+
+    async def find(
+        self, conn: Connection, model: str, dimension: int, composition: DocumentComposition
+    ) -> EmbeddingSet | None:
+        row = await conn.fetchrow(
+            f"{_SELECT} WHERE name = $1",
+            set_name(model, dimension, composition),
+        )
+        return _set(row) if row else None
+
+    async def ensure(
+        self, conn: Connection, model: str, dimension: int, composition: DocumentComposition
+    ) -> EmbeddingSet:
+        """The set for (model, dimension, composition), created with its index if new."""
+        name = set_name(model, dimension, composition)
+        row = await conn.fetchrow(
+            "INSERT INTO embedding_set (name, model, dimension, composition) "
+            "VALUES ($1, $2, $3, $4::jsonb) ON CONFLICT (name) DO NOTHING "
+            "RETURNING id, name, model, dimension, composition",
+            name,
+            model,
+            dimension,
+            composition.as_json(),
+        )
+        if row is None:  # it exists (maybe created concurrently and committed since)
+            found = await self.find(conn, model, dimension, composition)
+            if found is None:
+                raise RuntimeError(f"embedding set {name!r} vanished while being created")
+            return found
+        created = _set(row)
+        # Both numbers are ours (an identity value and a checked dimension), never input.
+        await conn.execute(
+            f"CREATE INDEX {created.index_name} ON chunk_embedding "
+            f"USING hnsw ((embedding::{created.cast}) vector_cosine_ops) "
+            f"WHERE set_id = {int(created.id)}"
+        )
+        return created

@@ -1,0 +1,104 @@
+"""Fixtures for retrieval tests: notes written through the note service, searched through
+the search service, on the session's real PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID, uuid4
+
+import pytest
+
+from fortemi.inference import LocalEmbeddingBackend
+from fortemi.platform.database import Database
+from fortemi.platform.notes import NoteDraft, NoteService
+from fortemi.retrieval.indexing import EMBEDDING, Chunking, embedding_job_type
+from fortemi.retrieval.search import Scope, SearchOutcome, SearchRequest, SearchService
+from fortemi.workers.jobs.models import HandlerContext, Job, JobOutcome, JobStatus, Tier
+
+Write = Callable[..., Awaitable[UUID]]
+Search = Callable[..., Awaitable[SearchOutcome]]
+
+
+@pytest.fixture
+def notes(db: Database) -> NoteService:
+    return NoteService(db, max_note_bytes=1_048_576, max_page_size=100, max_upsert_batch=500)
+
+
+@pytest.fixture
+def lexical(db: Database) -> SearchService:
+    """Search with no embedding model: the lexical leg alone."""
+    return SearchService(db, None)
+
+
+@pytest.fixture
+def write(notes: NoteService, memory: str) -> Write:
+    async def create(title: str = "", content: str = "", **fields: Any) -> UUID:
+        note = await notes.create(
+            memory, NoteDraft(title=title, content=content, **fields), actor="test"
+        )
+        return note.id
+
+    return create
+
+
+@pytest.fixture
+def search(lexical: SearchService, memory: str) -> Search:
+    async def run(query: str, **fields: Any) -> SearchOutcome:
+        fields.setdefault("mode", "lexical")
+        return await lexical.search([Scope(memory, None)], SearchRequest(query=query, **fields))
+
+    return run
+
+
+@pytest.fixture(scope="session")
+async def local_backend() -> AsyncIterator[LocalEmbeddingBackend]:
+    """The real local embedding model (all-MiniLM-L6-v2 in numpy), loaded once."""
+    backend = LocalEmbeddingBackend()
+    yield backend
+    await backend.aclose()
+
+
+@pytest.fixture
+def hybrid(db: Database, local_backend: LocalEmbeddingBackend) -> SearchService:
+    return SearchService(db, local_backend)
+
+
+Index = Callable[[UUID], Awaitable[JobOutcome]]
+
+
+@pytest.fixture
+def index(db: Database, local_backend: LocalEmbeddingBackend, memory: str) -> Index:
+    """Run the real ``Embedding`` job handler for a note (the job machinery is tested on
+    its own; here it would only add a worker between the test and the handler)."""
+    job_type = embedding_job_type(db, local_backend, Chunking(size=300, overlap=50), tier=Tier.CPU)
+
+    async def run(note_id: UUID) -> JobOutcome:
+        now = datetime.now(UTC)
+        job = Job(
+            id=uuid4(), memory=memory, type=EMBEDDING, tier=Tier.CPU, priority=4,
+            status=JobStatus.RUNNING, payload={"note_id": str(note_id)}, attempts=1,
+            max_attempts=8, next_attempt_at=now, progress=0, progress_message=None,
+            failure_class=None, failure_code=None, result=None, dedupe_key=None,
+            requested_by=None, created_at=now, started_at=now, finished_at=None,
+        )  # fmt: skip
+
+        async def progress(percent: int, message: str | None) -> None:
+            return None
+
+        async def refuse(*_: Any) -> Job:
+            raise AssertionError("the Embedding job enqueues nothing")
+
+        context = HandlerContext(job=job, report_progress=progress, enqueue=refuse, escalate=refuse)
+        return await job_type.handler(context)
+
+    return run
+
+
+@pytest.fixture
+def find(hybrid: SearchService, memory: str) -> Search:
+    async def run(query: str, **fields: Any) -> SearchOutcome:
+        return await hybrid.search([Scope(memory, None)], SearchRequest(query=query, **fields))
+
+    return run

@@ -1,0 +1,170 @@
+"""The lexical leg is Okapi BM25 over PostgreSQL's English analysis, exactly."""
+
+from __future__ import annotations
+
+import math
+from uuid import UUID
+
+import pytest
+
+from fortemi.platform.database import Database
+from fortemi.platform.errors import BadUserInput
+from fortemi.platform.notes import NotePatch, NoteService
+from fortemi.retrieval.search import BM25_B, BM25_K1, SearchFilter, SearchMode
+from tests.integration.retrieval.conftest import Search, Write
+
+
+async def _lexemes(db: Database, memory: str) -> dict[UUID, dict[str, int]]:
+    """Each live note's terms and frequencies as PostgreSQL's analyzer sees them."""
+    async with db.memory_transaction(memory) as conn:
+        rows = await conn.fetch(
+            "SELECT n.id, t.lexeme, array_length(t.positions, 1) AS tf "
+            "FROM note n, unnest(n.lex) AS t WHERE n.deleted_at IS NULL"
+        )
+    docs: dict[UUID, dict[str, int]] = {}
+    for row in rows:
+        docs.setdefault(row["id"], {})[row["lexeme"]] = row["tf"]
+    return docs
+
+
+def _bm25(docs: dict[UUID, dict[str, int]], terms: list[str]) -> dict[UUID, float]:
+    """The textbook formula (Robertson & Zaragoza 2009, Lucene's IDF), independently."""
+    n = len(docs)
+    lengths = {d: sum(tf.values()) for d, tf in docs.items()}
+    avgdl = sum(lengths.values()) / n
+    scores: dict[UUID, float] = {}
+    for term in terms:
+        df = sum(term in tf for tf in docs.values())
+        if df == 0:
+            continue
+        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        for d, tf in docs.items():
+            f = tf.get(term, 0)
+            if f:
+                norm = BM25_K1 * (1 - BM25_B + BM25_B * lengths[d] / avgdl)
+                scores[d] = scores.get(d, 0.0) + idf * f * (BM25_K1 + 1) / (f + norm)
+    return scores
+
+
+CORPUS = [
+    ("Kubernetes pods", "A pod that keeps crashing is stuck in CrashLoopBackOff."),
+    ("Debugging pods", "Read the pod logs, then describe the pod, then check its events."),
+    ("Cooking", "Slow-cooked beans need salt, time and patience; pods of peas too."),
+    ("Networking", "Services route traffic to pods through labels and selectors."),
+    ("Long essay", " ".join(["The cluster scheduler places workloads on nodes."] * 30)),
+]
+
+
+async def test_scores_are_exactly_okapi_bm25_over_the_english_analyzer(
+    write: Write, search: Search, db: Database, memory: str
+) -> None:
+    for title, content in CORPUS:
+        await write(title, content)
+    outcome = await search("crashing pods logs", limit=10)
+    expected = _bm25(await _lexemes(db, memory), ["crash", "pod", "log"])
+    got = {hit.note_id: hit.score for hit in outcome.hits}
+    assert set(got) == set(expected)
+    for note_id, score in expected.items():
+        assert got[note_id] == pytest.approx(score, rel=1e-9)
+    assert [h.score for h in outcome.hits] == sorted(got.values(), reverse=True)
+    assert not outcome.degraded  # a lexical search asked for is not degraded
+
+
+async def test_term_frequency_saturates_and_long_notes_are_normalised(
+    write: Write, search: Search
+) -> None:
+    short_once = await write("", "zebra grazing")
+    short_thrice = await write("", "zebra zebra zebra grazing")
+    long_once = await write("", "zebra " + " ".join(f"filler{i}" for i in range(200)))
+    for i in range(5):
+        await write("", f"unrelated note number {i}")
+    scores = {h.note_id: h.score for h in (await search("zebra")).hits}
+    assert scores[short_thrice] > scores[short_once] > scores[long_once]
+    # Saturation: three occurrences score well under three times one.
+    assert scores[short_thrice] < 2 * scores[short_once]
+
+
+async def test_rare_terms_outweigh_common_ones(write: Write, search: Search) -> None:
+    for i in range(8):
+        await write("", f"common words appear in note {i}")
+    rare = await write("", "an okapi appears once")
+    common = await write("", "common words twice: common")
+    hits = (await search("common okapi")).hits
+    assert hits[0].note_id == rare
+    assert common in {h.note_id for h in hits}
+
+
+async def test_phrases_are_required_exclusions_removed_prefixes_expanded(
+    write: Write, search: Search
+) -> None:
+    ordered = await write("", "the pod is stuck in a crash loop")
+    scrambled = await write("", "loop crash: a pod is stuck")
+    other = await write("", "networking notes about a service mesh")
+    found = {h.note_id for h in (await search('"crash loop"')).hits}
+    assert found == {ordered}
+    found = {h.note_id for h in (await search("pod -mesh OR service")).hits}
+    assert found == {ordered, scrambled}
+    found = {h.note_id for h in (await search("network*")).hits}
+    assert found == {other}
+    found = {h.note_id for h in (await search('pod -"crash loop"')).hits}
+    assert found == {scrambled}
+
+
+async def test_filters_apply_before_ranking_so_the_top_k_is_never_starved(
+    write: Write, search: Search
+) -> None:
+    # Sixty notes that match better but are excluded by tag, one weaker match that is not.
+    for i in range(60):
+        await write("", f"kubernetes kubernetes kubernetes item {i}", tags=["noise"])
+    kept = await write("", "kubernetes " + " ".join(f"word{i}" for i in range(40)))
+    outcome = await search("kubernetes", limit=1, filter=SearchFilter(excluded_tags=("noise",)))
+    assert [h.note_id for h in outcome.hits] == [kept]
+
+
+async def test_tag_and_project_filters_and_an_unsatisfiable_one_returns_nothing(
+    write: Write, search: Search
+) -> None:
+    both = await write("", "alpha beta", tags=["a", "b"], project="p1")
+    only_a = await write("", "alpha gamma", tags=["a"], project="p2")
+    await write("", "alpha delta", tags=["c"])
+    assert {h.note_id for h in (await search("alpha", filter=SearchFilter(
+        required_tags=("a", "b")))).hits} == {both}  # fmt: skip
+    assert {h.note_id for h in (await search("alpha", filter=SearchFilter(
+        any_tags=("a",)))).hits} == {both, only_a}  # fmt: skip
+    assert {h.note_id for h in (await search("alpha", filter=SearchFilter(
+        projects=("p2",)))).hits} == {only_a}  # fmt: skip
+    impossible = SearchFilter(required_tags=("a",), excluded_tags=("a",))
+    assert (await search("alpha", filter=impossible)).hits == []
+    assert (await search("alpha", filter=SearchFilter(projects=()))).hits == []
+
+
+async def test_deleted_notes_leave_the_index_and_restored_ones_return(
+    write: Write, search: Search, notes: NoteService, memory: str
+) -> None:
+    gone = await write("", "ephemeral thought")
+    await notes.delete(memory, gone, actor="test")
+    assert (await search("ephemeral")).hits == []
+    await notes.restore(memory, gone, actor="test")
+    assert [h.note_id for h in (await search("ephemeral")).hits] == [gone]
+    await notes.update(memory, gone, NotePatch(content="permanent idea"), actor="test")
+    assert (await search("ephemeral")).hits == []
+    assert [h.note_id for h in (await search("permanent")).hits] == [gone]
+
+
+@pytest.mark.parametrize("query", ["", "   ", "-only -exclusions", "x" * 1001])
+async def test_queries_with_nothing_to_look_for_are_refused(search: Search, query: str) -> None:
+    with pytest.raises(BadUserInput):
+        await search(query)
+
+
+async def test_semantic_mode_without_a_model_says_why_it_is_degraded(
+    write: Write, search: Search
+) -> None:
+    await write("", "anything at all")
+    outcome = await search("anything", mode=SearchMode.SEMANTIC)
+    assert outcome.hits == []
+    assert outcome.degraded
+    assert outcome.degraded_reason == "no embedding model is configured"
+    hybrid = await search("anything", mode=SearchMode.HYBRID)
+    assert hybrid.degraded
+    assert len(hybrid.hits) == 1  # the lexical leg still answers

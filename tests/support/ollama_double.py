@@ -1,0 +1,227 @@
+"""An Ollama server double: it stands in for Ollama, which does not run here.
+
+It speaks the Ollama HTTP API the adapter uses (``/api/embed``, ``/api/generate``,
+``/api/show``, ``/api/tags``) over a real socket: a Starlette app served by uvicorn on
+127.0.0.1 (a free port) in a background thread, like the OIDC double. Its answers are
+deterministic and carry no model: an embedding is a pseudo-random vector seeded by the
+text's hash (:func:`double_vector`, deliberately not unit length, so tests see the adapter
+normalise), and a completion echoes the prompt.
+
+Failures are chosen by model name, so tests can run side by side on one server:
+
+=====================  ============================================================
+``fail-rate-limit``    429 with ``Retry-After: 7``
+``fail-busy``          503 "server busy" (Ollama's full request queue)
+``fail-server``        500 "llama runner process has terminated"
+``fail-bad-request``   400
+``fail-slow``          answers after ``slow_seconds`` (a client with a shorter timeout
+                       times out)
+``fail-garbage``       200 with a body that is not JSON
+any unknown name       404 "model ... not found, try pulling it first", as Ollama says
+=====================  ============================================================
+
+``requests`` records ``(path, json body)`` of every API call; ``dimensions`` maps each
+embedding model to its vector size and may be changed mid-test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+import socket
+import threading
+import time
+from typing import Any
+
+import numpy as np
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+__all__ = ["FAILURE_MODELS", "OllamaDouble", "ServedApp", "double_vector"]
+
+FAILURE_MODELS = (
+    "fail-rate-limit",
+    "fail-busy",
+    "fail-server",
+    "fail-bad-request",
+    "fail-slow",
+    "fail-garbage",
+)
+
+
+def double_vector(text: str, dimension: int) -> list[float]:
+    """The double's embedding of ``text``: seeded by its hash, norm about 3 * sqrt(dim)."""
+    seed = int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big")
+    vector = np.random.default_rng(seed).standard_normal(dimension) * 3.0
+    return [float(value) for value in vector]
+
+
+class ServedApp:
+    """A Starlette app on uvicorn on a free loopback port, in a thread. A context manager."""
+
+    slow_seconds = 2.0
+
+    def __init__(self, routes: list[Route]) -> None:
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socket.bind(("127.0.0.1", 0))
+        self.port: int = self._socket.getsockname()[1]
+        self.requests: list[tuple[str, Any]] = []
+        self._closing = False
+        config = uvicorn.Config(
+            Starlette(routes=routes),
+            log_config=None,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            loop="asyncio",
+            http="h11",
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> ServedApp:
+        self._thread.start()
+        while not self._server.started:
+            if not self._thread.is_alive():
+                self._socket.close()
+                raise RuntimeError(f"{type(self).__name__} did not start")
+            time.sleep(0.005)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._closing = True  # a slow answer still pending gives up at once
+        self._server.should_exit = True
+        self._thread.join()
+        self._socket.close()
+
+    async def _stall(self) -> None:
+        # Polled, not awaited on an Event: __exit__ runs on another thread and loop.
+        for _ in range(math.ceil(self.slow_seconds / 0.01)):
+            if self._closing:
+                return
+            await asyncio.sleep(0.01)
+
+    async def _record(self, request: Request) -> Any:
+        try:
+            body = await request.json()
+        except ValueError:
+            body = None
+        self.requests.append((request.url.path, body))
+        return body
+
+    def paths(self) -> list[str]:
+        return [path for path, _ in self.requests]
+
+
+class OllamaDouble(ServedApp):
+    """Ollama with ``nomic-embed-text`` (768 dimensions, context 2048) and the two
+    generation models of the default tiers."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            [
+                Route("/api/embed", self._embed, methods=["POST"]),
+                Route("/api/generate", self._generate, methods=["POST"]),
+                Route("/api/show", self._show, methods=["POST"]),
+                Route("/api/tags", self._tags, methods=["GET"]),
+            ]
+        )
+        self.dimensions: dict[str, int] = {"nomic-embed-text": 768}
+        self.generators = {"qwen3.5:9b", "qwen3.5:27b"}
+
+    def __enter__(self) -> OllamaDouble:
+        super().__enter__()
+        return self
+
+    async def _failure(self, model: str) -> Response | None:
+        """The scripted answer for ``model``, or None to answer normally."""
+        if model == "fail-rate-limit":
+            return JSONResponse(
+                {"error": "too many requests"}, status_code=429, headers={"Retry-After": "7"}
+            )
+        if model == "fail-busy":
+            message = "server busy, please try again.  maximum pending requests exceeded"
+            return JSONResponse({"error": message}, status_code=503)
+        if model == "fail-server":
+            return JSONResponse({"error": "llama runner process has terminated"}, status_code=500)
+        if model == "fail-bad-request":
+            return JSONResponse({"error": "invalid input type"}, status_code=400)
+        if model == "fail-garbage":
+            return Response("<html>proxy says hi</html>", media_type="text/html")
+        if model == "fail-slow":
+            await self._stall()
+            return JSONResponse({"error": "too slow"}, status_code=500)
+        if model not in self.dimensions and model not in self.generators:
+            message = f'model "{model}" not found, try pulling it first'
+            return JSONResponse({"error": message}, status_code=404)
+        return None
+
+    async def _embed(self, request: Request) -> Response:
+        body = await self._record(request)
+        model = body["model"]
+        if (failure := await self._failure(model)) is not None:
+            return failure
+        if model not in self.dimensions:
+            message = f'"{model}" does not support embeddings'
+            return JSONResponse({"error": message}, status_code=400)
+        inputs = body["input"]
+        texts = [inputs] if isinstance(inputs, str) else list(inputs)
+        vectors = [double_vector(text, self.dimensions[model]) for text in texts]
+        return JSONResponse(
+            {
+                "model": model,
+                "embeddings": vectors,
+                "total_duration": 1_000_000,
+                "load_duration": 1_000,
+                "prompt_eval_count": sum(len(text.split()) + 2 for text in texts),
+            }
+        )
+
+    async def _generate(self, request: Request) -> Response:
+        body = await self._record(request)
+        model = body["model"]
+        if (failure := await self._failure(model)) is not None:
+            return failure
+        words = f"echo: {body.get('prompt', '')}".split()
+        limit = (body.get("options") or {}).get("num_predict")
+        cut = limit is not None and len(words) > limit
+        text = " ".join(words[:limit] if cut else words)
+        return JSONResponse(
+            {
+                "model": model,
+                "created_at": "2026-01-01T00:00:00Z",
+                "response": text,
+                "done": True,
+                "done_reason": "length" if cut else "stop",
+                "prompt_eval_count": len(str(body.get("prompt", "")).split()) + 3,
+                "eval_count": len(text.split()),
+            }
+        )
+
+    async def _show(self, request: Request) -> Response:
+        body = await self._record(request)
+        model = body["model"]
+        if (failure := await self._failure(model)) is not None:
+            return failure
+        info: dict[str, Any] = {"general.architecture": "nomic-bert"}
+        if model in self.dimensions:
+            info["nomic-bert.context_length"] = 2048
+            info["nomic-bert.embedding_length"] = self.dimensions[model]
+        return JSONResponse(
+            {"modelfile": "", "details": {"format": "gguf"}, "model_info": info, "capabilities": []}
+        )
+
+    async def _tags(self, request: Request) -> Response:
+        self.requests.append((request.url.path, None))
+        names = sorted({*self.dimensions, *self.generators})
+        return JSONResponse({"models": [{"name": name, "model": name} for name in names]})
