@@ -24,7 +24,9 @@ vectors and projections onto 32 or 64 principal axes came out far easier (neares
 neighbour 0.63 to 0.93, recall 0.89 to 0.97), so they are not used.
 
 :func:`load` writes notes, chunks and vectors straight into a memory's tables, the fastest
-way in that leaves them as the service would (see its docstring).
+way in that leaves them as the service would (see its docstring). :class:`SqlSearch` is the
+baseline the benchmark compares the server with: the same search asked of PostgreSQL
+directly, one statement per search.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from pathlib import Path
 from typing import Literal
 from uuid import UUID
 
+import asyncpg
 import blake3
 import numpy as np
 import numpy.typing as npt
@@ -48,11 +51,17 @@ from fortemi.platform.database import Database, memory_schema
 from fortemi.retrieval.sets import DocumentComposition, EmbeddingSets
 
 __all__ = [
+    "CHUNKS",
+    "FETCH",
+    "LIMIT",
+    "RRF_K",
+    "SERVER_EF",
     "Corpus",
     "Ingest",
     "Note",
     "Query",
     "QueryKind",
+    "SqlSearch",
     "load",
     "synthesize",
     "vocabulary",
@@ -332,3 +341,186 @@ async def load(
     ingest.vacuum = time.monotonic() - started
     ingest.sizes = {r["relname"]: r["size"] for r in sizes}
     return ingest, chosen.id
+
+
+# -- the SQL baseline ---------------------------------------------------------------------
+
+# What SearchService does for limit 10: each leg over-fetches max(3 x limit, 50) notes; the
+# semantic leg asks the index for 3 x that many chunks with hnsw.ef_search at least that.
+LIMIT = 10
+FETCH = 50
+CHUNKS = 150
+SERVER_EF = 150  # max(the default efSearch 100, CHUNKS)
+RRF_K = 60
+BM25_K1, BM25_B = 1.2, 0.75  # fortemi.retrieval.search's
+_BM25 = f"""
+    * ({BM25_K1}::float8 + 1)
+    / (lp.tf + {BM25_K1}::float8 * (1 - {BM25_B}::float8 + {BM25_B}::float8 * lp.dl / $3::float8))
+"""
+
+
+def _lexical_sql(schema: str) -> str:
+    """search.py's BM25 (its formula and order, without prefix expansion: the queries have
+    none), written as the least work for the database: each term's document frequency
+    counted once, and the note filter applied to the best 4 x FETCH candidates only (by
+    primary key), not to every note that has a query word. (With a filter that rejects
+    notes, the service would need a fallback when fewer than FETCH survive; here every
+    note passes.) $1 query, $2 documents, $3 average length; (note_id, score, rank)."""
+    return f"""
+        terms AS (
+            SELECT t.lexeme, ln(1 + ($2::float8 - d.df + 0.5) / (d.df + 0.5)) AS idf
+            FROM (SELECT DISTINCT lexeme COLLATE "C" AS lexeme
+                  FROM unnest(to_tsvector('english', $1))) AS t,
+            LATERAL (SELECT count(*)::float8 AS df FROM {schema}.lex_posting
+                     WHERE lexeme = t.lexeme) AS d
+        ),
+        scored AS (
+            SELECT lp.note_id, sum(terms.idf * lp.tf {_BM25}) AS score
+            FROM terms JOIN {schema}.lex_posting lp ON lp.lexeme = terms.lexeme
+            GROUP BY lp.note_id
+            ORDER BY score DESC, lp.note_id
+            LIMIT {4 * FETCH}
+        ),
+        lexical AS (
+            SELECT scored.note_id, scored.score,
+                   row_number() OVER (ORDER BY scored.score DESC, scored.note_id) AS rank
+            FROM scored JOIN {schema}.note ON note.id = scored.note_id
+            WHERE note.deleted_at IS NULL
+            ORDER BY scored.score DESC, scored.note_id
+            LIMIT {FETCH}
+        )"""  # noqa: S608 - a validated schema and constants
+
+
+def _lexical_sql_as_search_py(schema: str) -> str:
+    """The same leg in the shape fortemi.retrieval.search writes it: document frequencies
+    by a window over all postings, and the note filter joined before ranking."""
+    return f"""
+        terms AS (
+            SELECT DISTINCT t.lexeme COLLATE "C" AS lexeme
+            FROM unnest(to_tsvector('english', $1)) AS t
+        ),
+        postings AS (
+            SELECT lp.note_id, lp.tf, lp.dl, count(*) OVER (PARTITION BY lp.lexeme) AS df
+            FROM {schema}.lex_posting lp JOIN terms USING (lexeme)
+        ),
+        scored AS (
+            SELECT lp.note_id, sum(ln(1 + ($2::float8 - df + 0.5) / (df + 0.5)) * lp.tf {_BM25})
+                   AS score
+            FROM postings AS lp GROUP BY lp.note_id
+        ),
+        lexical AS (
+            SELECT scored.note_id, scored.score,
+                   row_number() OVER (ORDER BY scored.score DESC, scored.note_id) AS rank
+            FROM scored JOIN {schema}.note ON note.id = scored.note_id
+            WHERE note.deleted_at IS NULL
+            ORDER BY scored.score DESC, scored.note_id
+            LIMIT {FETCH}
+        )"""  # noqa: S608 - a validated schema and constants
+
+
+class SqlSearch:
+    """The baseline: each search is one statement, one round trip, no transaction.
+
+    Tables are schema-qualified; the set's id and dimension are spliced in as constants so
+    the planner always matches the partial HNSW index. ``hnsw.ef_search`` is set once for
+    the session, at the server's value.
+    """
+
+    def __init__(self, conn: asyncpg.Connection, schema: str, set_id: int, dimension: int) -> None:
+        self._conn = conn
+        vec = f"vector({int(dimension)})"
+        distance = f"e.embedding::{vec} <=> $4::{vec}"
+        top = f"""
+            SELECT h.note_id, h.score, n.title, c.text FROM hits h
+            JOIN {schema}.note n ON n.id = h.note_id
+            LEFT JOIN LATERAL (
+                SELECT text FROM {schema}.chunk WHERE chunk.note_id = h.note_id
+                ORDER BY ordinal LIMIT 1
+            ) c ON true
+            ORDER BY h.score DESC, h.note_id"""  # noqa: S608
+        self.fused_sql = f"""
+            WITH {_lexical_sql(schema)},
+            nearest AS (
+                SELECT e.note_id, {distance} AS d
+                FROM {schema}.chunk_embedding e
+                WHERE e.set_id = {int(set_id)}
+                ORDER BY {distance}
+                LIMIT {CHUNKS}
+            ),
+            semantic AS (
+                SELECT best.note_id, row_number() OVER (ORDER BY best.d, best.note_id) AS rank
+                FROM (SELECT DISTINCT ON (note_id) note_id, d FROM nearest
+                      ORDER BY note_id, d) AS best
+                JOIN {schema}.note ON note.id = best.note_id
+                WHERE note.deleted_at IS NULL
+                ORDER BY best.d, best.note_id
+                LIMIT {FETCH}
+            ),
+            hits AS (
+                SELECT note_id, sum(1.0::float8 / ({RRF_K} + rank)) AS score
+                FROM (SELECT note_id, rank FROM lexical
+                      UNION ALL SELECT note_id, rank FROM semantic) AS legs
+                GROUP BY note_id
+                ORDER BY score DESC, note_id
+                LIMIT {LIMIT}
+            )
+            {top}
+        """  # noqa: S608 - a validated schema and constants
+        self.lexical_sql, self.lexical_as_search_py_sql = (
+            f"""
+            WITH {leg},
+            hits AS (SELECT note_id, score FROM lexical ORDER BY rank LIMIT {LIMIT})
+            {top}
+            """  # noqa: S608 - a validated schema and constants
+            for leg in (_lexical_sql(schema), _lexical_sql_as_search_py(schema))
+        )
+        nearest = f"""
+            SELECT e.chunk_id FROM {schema}.chunk_embedding e WHERE e.set_id = {int(set_id)}
+            ORDER BY {{order}} LIMIT {LIMIT}
+        """  # noqa: S608 - a validated schema and constants
+        self.hnsw_sql = nearest.format(order=distance.replace("$4", "$1"))
+        self.exact_sql = nearest.format(order=f"({distance.replace('$4', '$1')}) + 0, 1")
+
+    @classmethod
+    async def connect(cls, dsn: str, schema: str, set_id: int, dimension: int) -> SqlSearch:
+        conn = await asyncpg.connect(dsn)
+        await conn.execute(f"SET hnsw.ef_search = {SERVER_EF}")
+        return cls(conn, schema, set_id, dimension)
+
+    async def fused(self, text: str, docs: int, avgdl: float, vector: str) -> list[UUID]:
+        rows = await self._conn.fetch(self.fused_sql, text, docs, avgdl, vector)
+        return [r["note_id"] for r in rows]
+
+    async def lexical(
+        self, text: str, docs: int, avgdl: float, *, as_search_py: bool = False
+    ) -> list[UUID]:
+        sql = self.lexical_as_search_py_sql if as_search_py else self.lexical_sql
+        rows = await self._conn.fetch(sql, text, docs, avgdl)
+        return [r["note_id"] for r in rows]
+
+    async def nearest(self, vector: str, *, exact: bool, ef: int) -> tuple[float, list[int]]:
+        await self._conn.execute(f"SET hnsw.ef_search = {int(ef)}")
+        started = time.perf_counter()
+        rows = await self._conn.fetch(self.exact_sql if exact else self.hnsw_sql, vector)
+        elapsed = time.perf_counter() - started
+        await self._conn.execute(f"SET hnsw.ef_search = {SERVER_EF}")
+        return elapsed, [r["chunk_id"] for r in rows]
+
+    async def corpus(self, schema: str) -> tuple[int, float]:
+        row = await self._conn.fetchrow(
+            f"SELECT count(*) AS docs, coalesce(avg(dl), 0)::float8 AS avgdl FROM {schema}.lex_doc"  # noqa: S608
+        )
+        assert row is not None
+        return int(row["docs"]), float(row["avgdl"])
+
+    async def matching(self, schema: str, text: str) -> int:
+        """Notes with at least one of the query's terms: the lexical leg's work."""
+        found: int = await self._conn.fetchval(
+            f"SELECT count(DISTINCT note_id) FROM {schema}.lex_posting "  # noqa: S608
+            "WHERE lexeme IN (SELECT lexeme FROM unnest(to_tsvector('english', $1)))",
+            text,
+        )
+        return found
+
+    async def close(self) -> None:
+        await self._conn.close()

@@ -14,7 +14,7 @@ embedding set the server searches (same model name, dimension and composition), 
 index is dropped during the load and rebuilt after it with its own definition. Then
 VACUUM ANALYZE, as autovacuum would do soon after such a load.
 
-Queries: ``--queries`` of 2 to 6 words, half "selective" (one topic's mid-frequency words)
+Queries: ``--queries`` of 2 to 6 words, half "selective" (one topic's long-tail words)
 and half "common" (the most frequent indexable words), reported apart. Their vectors come
 from the real model, so the query embedding's cost is real.
 
@@ -22,15 +22,18 @@ Paths, one query at a time, in alternating blocks so all see the same caches:
 
 * GraphQL ``search(query, mode: HYBRID, limit: 10)`` over HTTP with a bearer token, one
   keep-alive connection (the server embeds the query itself);
-* the fused query as one SQL statement over asyncpg (BM25 leg with search.py's formula,
-  HNSW leg with the server's over-fetch and ef_search, RRF k=60 in SQL, titles and chunks
-  of the top 10), the query vector precomputed;
-* for information: GraphQL ``mode: LEXICAL`` and the BM25 leg alone in SQL.
+* the fused query as one SQL statement over asyncpg, written as the least work for the
+  database (BM25 leg with search.py's formula, HNSW leg with the server's over-fetch and
+  ef_search, RRF k=60 in SQL, titles and chunks of the top 10), the query vector
+  precomputed;
+* for information: GraphQL ``mode: LEXICAL``, the BM25 leg alone in SQL, and the same leg
+  in the shape search.py writes it;
+* "embed query": the same backend embedding each query in this process. The server's
+  embedding cannot be timed from outside, so "GraphQL minus embed" is the difference of
+  the medians.
 
-"embed query" is the same backend embedding one query in this process, timed apart: the
-server's embedding cost cannot be seen from outside, so "GraphQL minus embed" is the
-difference of medians. Recall@10 compares the HNSW top 10 with an exact scan (an ORDER BY
-expression the index cannot serve) at several ``hnsw.ef_search`` values.
+Recall@10 compares the HNSW top 10 with an exact scan (an ORDER BY expression the index
+cannot serve) at several ``hnsw.ef_search`` values.
 """
 
 from __future__ import annotations
@@ -41,14 +44,13 @@ import json
 import os
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-import asyncpg
 import numpy as np
 import numpy.typing as npt
 
@@ -69,7 +71,21 @@ from benchmarks._common import (
     table,
 )
 from benchmarks._server import bench_settings
-from benchmarks._synthetic import Corpus, Ingest, Query, QueryKind, load, synthesize, vocabulary
+from benchmarks._synthetic import (
+    CHUNKS,
+    FETCH,
+    LIMIT,
+    RRF_K,
+    SERVER_EF,
+    Corpus,
+    Ingest,
+    Query,
+    QueryKind,
+    SqlSearch,
+    load,
+    synthesize,
+    vocabulary,
+)
 from fortemi.auth.local_issuer import LocalIssuer
 from fortemi.auth.policy import DatabasePolicyProvider
 from fortemi.inference import InferenceBackend, build_backend
@@ -89,15 +105,7 @@ OPEN_POLICY = {
     "required_role": "viewer",
     "actions": {"write": {"required_role": "editor"}, "delete": {"required_role": "editor"}},
 }
-# What SearchService does for limit 10: each leg over-fetches max(3 x limit, 50) notes; the
-# semantic leg asks the index for 3 x that many chunks with hnsw.ef_search at least that.
-LIMIT = 10
-FETCH = 50
-CHUNKS = 150
-SERVER_EF = 150  # max(the default efSearch 100, CHUNKS)
 RECALL_EFS = (40, 100, SERVER_EF, 200, 400)
-RRF_K = 60
-BM25_K1, BM25_B = 1.2, 0.75  # fortemi.retrieval.search's
 SEED_TARGETS_MS = {10_000: 200.0, 100_000: 500.0}
 GOAL_P95_MS, GOAL_AT, GOAL_RATIO, GOAL_RECALL = 25.0, 100_000, 1.5, 0.95
 KINDS: tuple[QueryKind, ...] = ("selective", "common")
@@ -108,182 +116,6 @@ _SEARCH = (
     "query Search($query: String!, $mode: SearchMode!) { search(query: $query, mode: $mode, "
     "limit: 10) { degraded degradedReason tookMs hits { score chunk note { id title } } } }"
 )
-
-
-# -- the SQL side: loading, and the baseline queries ----------------------------------------
-
-
-_BM25 = f"""
-    * ({BM25_K1}::float8 + 1)
-    / (lp.tf + {BM25_K1}::float8 * (1 - {BM25_B}::float8 + {BM25_B}::float8 * lp.dl / $3::float8))
-"""
-
-
-def _lexical_sql(schema: str) -> str:
-    """search.py's BM25 (its formula and order, without prefix expansion: the queries have
-    none), written as the least work for the database: each term's document frequency
-    counted once, and the note filter applied to the best 4 x FETCH candidates only (by
-    primary key), not to every note that has a query word. (With a filter that rejects
-    notes, the service would need a fallback when fewer than FETCH survive; here every
-    note passes.) $1 query, $2 documents, $3 average length; (note_id, score, rank)."""
-    return f"""
-        terms AS (
-            SELECT t.lexeme, ln(1 + ($2::float8 - d.df + 0.5) / (d.df + 0.5)) AS idf
-            FROM (SELECT DISTINCT lexeme COLLATE "C" AS lexeme
-                  FROM unnest(to_tsvector('english', $1))) AS t,
-            LATERAL (SELECT count(*)::float8 AS df FROM {schema}.lex_posting
-                     WHERE lexeme = t.lexeme) AS d
-        ),
-        scored AS (
-            SELECT lp.note_id, sum(terms.idf * lp.tf {_BM25}) AS score
-            FROM terms JOIN {schema}.lex_posting lp ON lp.lexeme = terms.lexeme
-            GROUP BY lp.note_id
-            ORDER BY score DESC, lp.note_id
-            LIMIT {4 * FETCH}
-        ),
-        lexical AS (
-            SELECT scored.note_id, scored.score,
-                   row_number() OVER (ORDER BY scored.score DESC, scored.note_id) AS rank
-            FROM scored JOIN {schema}.note ON note.id = scored.note_id
-            WHERE note.deleted_at IS NULL
-            ORDER BY scored.score DESC, scored.note_id
-            LIMIT {FETCH}
-        )"""  # noqa: S608 - a validated schema and constants
-
-
-def _lexical_sql_as_search_py(schema: str) -> str:
-    """The same leg in the shape fortemi.retrieval.search writes it: document frequencies
-    by a window over all postings, and the note filter joined before ranking."""
-    return f"""
-        terms AS (
-            SELECT DISTINCT t.lexeme COLLATE "C" AS lexeme
-            FROM unnest(to_tsvector('english', $1)) AS t
-        ),
-        postings AS (
-            SELECT lp.note_id, lp.tf, lp.dl, count(*) OVER (PARTITION BY lp.lexeme) AS df
-            FROM {schema}.lex_posting lp JOIN terms USING (lexeme)
-        ),
-        scored AS (
-            SELECT lp.note_id, sum(ln(1 + ($2::float8 - df + 0.5) / (df + 0.5)) * lp.tf {_BM25})
-                   AS score
-            FROM postings AS lp GROUP BY lp.note_id
-        ),
-        lexical AS (
-            SELECT scored.note_id, scored.score,
-                   row_number() OVER (ORDER BY scored.score DESC, scored.note_id) AS rank
-            FROM scored JOIN {schema}.note ON note.id = scored.note_id
-            WHERE note.deleted_at IS NULL
-            ORDER BY scored.score DESC, scored.note_id
-            LIMIT {FETCH}
-        )"""  # noqa: S608 - a validated schema and constants
-
-
-class SqlSearch:
-    """The baseline: each search is one statement, one round trip, no transaction.
-
-    Tables are schema-qualified; the set's id and dimension are spliced in as constants so
-    the planner always matches the partial HNSW index. ``hnsw.ef_search`` is set once for
-    the session, at the server's value.
-    """
-
-    def __init__(self, conn: asyncpg.Connection, schema: str, set_id: int, dimension: int) -> None:
-        self._conn = conn
-        vec = f"vector({int(dimension)})"
-        distance = f"e.embedding::{vec} <=> $4::{vec}"
-        top = f"""
-            SELECT h.note_id, h.score, n.title, c.text FROM hits h
-            JOIN {schema}.note n ON n.id = h.note_id
-            LEFT JOIN LATERAL (
-                SELECT text FROM {schema}.chunk WHERE chunk.note_id = h.note_id
-                ORDER BY ordinal LIMIT 1
-            ) c ON true
-            ORDER BY h.score DESC, h.note_id"""  # noqa: S608
-        self.fused_sql = f"""
-            WITH {_lexical_sql(schema)},
-            nearest AS (
-                SELECT e.note_id, {distance} AS d
-                FROM {schema}.chunk_embedding e
-                WHERE e.set_id = {int(set_id)}
-                ORDER BY {distance}
-                LIMIT {CHUNKS}
-            ),
-            semantic AS (
-                SELECT best.note_id, row_number() OVER (ORDER BY best.d, best.note_id) AS rank
-                FROM (SELECT DISTINCT ON (note_id) note_id, d FROM nearest
-                      ORDER BY note_id, d) AS best
-                JOIN {schema}.note ON note.id = best.note_id
-                WHERE note.deleted_at IS NULL
-                ORDER BY best.d, best.note_id
-                LIMIT {FETCH}
-            ),
-            hits AS (
-                SELECT note_id, sum(1.0::float8 / ({RRF_K} + rank)) AS score
-                FROM (SELECT note_id, rank FROM lexical
-                      UNION ALL SELECT note_id, rank FROM semantic) AS legs
-                GROUP BY note_id
-                ORDER BY score DESC, note_id
-                LIMIT {LIMIT}
-            )
-            {top}
-        """  # noqa: S608 - a validated schema and constants
-        self.lexical_sql, self.lexical_as_search_py_sql = (
-            f"""
-            WITH {leg},
-            hits AS (SELECT note_id, score FROM lexical ORDER BY rank LIMIT {LIMIT})
-            {top}
-            """  # noqa: S608 - a validated schema and constants
-            for leg in (_lexical_sql(schema), _lexical_sql_as_search_py(schema))
-        )
-        nearest = f"""
-            SELECT e.chunk_id FROM {schema}.chunk_embedding e WHERE e.set_id = {int(set_id)}
-            ORDER BY {{order}} LIMIT {LIMIT}
-        """  # noqa: S608 - a validated schema and constants
-        self.hnsw_sql = nearest.format(order=distance.replace("$4", "$1"))
-        self.exact_sql = nearest.format(order=f"({distance.replace('$4', '$1')}) + 0, 1")
-
-    @classmethod
-    async def connect(cls, dsn: str, schema: str, set_id: int, dimension: int) -> SqlSearch:
-        conn = await asyncpg.connect(dsn)
-        await conn.execute(f"SET hnsw.ef_search = {SERVER_EF}")
-        return cls(conn, schema, set_id, dimension)
-
-    async def fused(self, text: str, docs: int, avgdl: float, vector: str) -> list[UUID]:
-        rows = await self._conn.fetch(self.fused_sql, text, docs, avgdl, vector)
-        return [r["note_id"] for r in rows]
-
-    async def lexical(
-        self, text: str, docs: int, avgdl: float, *, as_search_py: bool = False
-    ) -> list[UUID]:
-        sql = self.lexical_as_search_py_sql if as_search_py else self.lexical_sql
-        rows = await self._conn.fetch(sql, text, docs, avgdl)
-        return [r["note_id"] for r in rows]
-
-    async def nearest(self, vector: str, *, exact: bool, ef: int) -> tuple[float, list[int]]:
-        await self._conn.execute(f"SET hnsw.ef_search = {int(ef)}")
-        started = time.perf_counter()
-        rows = await self._conn.fetch(self.exact_sql if exact else self.hnsw_sql, vector)
-        elapsed = time.perf_counter() - started
-        await self._conn.execute(f"SET hnsw.ef_search = {SERVER_EF}")
-        return elapsed, [r["chunk_id"] for r in rows]
-
-    async def corpus(self, schema: str) -> tuple[int, float]:
-        row = await self._conn.fetchrow(
-            f"SELECT count(*) AS docs, coalesce(avg(dl), 0)::float8 AS avgdl FROM {schema}.lex_doc"  # noqa: S608
-        )
-        assert row is not None
-        return int(row["docs"]), float(row["avgdl"])
-
-    async def matching(self, schema: str, text: str) -> int:
-        """Notes with at least one of the query's terms: the lexical leg's work."""
-        found: int = await self._conn.fetchval(
-            f"SELECT count(DISTINCT note_id) FROM {schema}.lex_posting "  # noqa: S608
-            "WHERE lexeme IN (SELECT lexeme FROM unnest(to_tsvector('english', $1)))",
-            text,
-        )
-        return found
-
-    async def close(self) -> None:
-        await self._conn.close()
 
 
 # -- measuring ------------------------------------------------------------------------------
@@ -342,12 +174,28 @@ class Api:
         return elapsed, found
 
 
+Embed = Callable[[str], Awaitable[object]]
+
+
 class Measure:
     def __init__(
-        self, api: Api, sql: SqlSearch, server: ServerProcess, docs: int, avgdl: float
+        self,
+        api: Api,
+        sql: SqlSearch,
+        server: ServerProcess,
+        embed: Embed,
+        docs: int,
+        avgdl: float,
     ) -> None:
-        self.api, self.sql, self.server = api, sql, server
+        self.api, self.sql, self.server, self._embed = api, sql, server, embed
         self.docs, self.avgdl = docs, avgdl
+
+    async def embedding(self, probes: Sequence[tuple[int, Probe]], into: Samples) -> None:
+        """The query embedding alone, in this process: the server's cannot be timed."""
+        for _, probe in probes:
+            started = time.perf_counter()
+            await self._embed(probe.query.text)
+            into.latencies[probe.query.kind].append(time.perf_counter() - started)
 
     async def graphql(self, probes: Sequence[tuple[int, Probe]], mode: str, into: Samples) -> None:
         await self.api.reconnect()
@@ -386,7 +234,6 @@ class Result:
     size: int
     ingest: Ingest
     paths: dict[str, Samples]
-    embed: list[float]
     recall: dict[int, float]
     recall_min: dict[int, float]
     hnsw_p50: dict[int, float]
@@ -400,10 +247,11 @@ async def measure(
     api: Api,
     sql: SqlSearch,
     server: ServerProcess,
+    embed: Embed,
     schema: str,
 ) -> dict[str, Samples]:
     docs, avgdl = await sql.corpus(schema)
-    run = Measure(api, sql, server, docs, avgdl)
+    run = Measure(api, sql, server, embed, docs, avgdl)
     indexed = list(enumerate(probes))
     warm = indexed[: args.warmup]
     await run.graphql(warm, "HYBRID", Samples())
@@ -411,7 +259,8 @@ async def measure(
     await run.fused(warm, Samples())
     await run.lexical(warm, Samples())
     await run.lexical(warm, Samples(), as_search_py=True)
-    paths = {name: Samples() for name in PATHS}
+    await run.embedding(warm, Samples())
+    paths = {name: Samples() for name in (*PATHS, "embed")}
     for start in range(0, len(indexed), args.block):
         block = indexed[start : start + args.block]
         await run.graphql(block, "HYBRID", paths["gql_hybrid"])
@@ -419,6 +268,7 @@ async def measure(
         await run.graphql(block, "LEXICAL", paths["gql_lexical"])
         await run.lexical(block, paths["sql_lexical"])
         await run.lexical(block, paths["sql_lexical_as_search_py"], as_search_py=True)
+        await run.embedding(block, paths["embed"])
     return paths
 
 
@@ -453,6 +303,7 @@ _LABELS = {
     "gql_lexical": "GraphQL LEXICAL (for information)",
     "sql_lexical": "SQL BM25 leg only (for information)",
     "sql_lexical_as_search_py": "SQL BM25 leg, search.py's shape (info)",
+    "embed": "embed query (same backend, this process)",
 }
 
 
@@ -478,7 +329,7 @@ def _ratio(label: str, a: float, b: float) -> list[str]:
 def _ratios(result: Result) -> list[list[str]]:
     p50 = {name: Latency.of(samples.all()).p50 for name, samples in result.paths.items()}
     p95 = {name: Latency.of(samples.all()).p95 for name, samples in result.paths.items()}
-    embed = Latency.of(result.embed).p50
+    embed = Latency.of(result.paths["embed"].all()).p50
     if _live(result):
         first = _ratio(
             "GraphQL HYBRID minus embed p50 / SQL fused p50",
@@ -536,7 +387,7 @@ def report(result: Result) -> None:
         "top-10 = SQL",
     ]
     rows = []
-    for name in PATHS:
+    for name in (*PATHS, "embed"):
         p = paths[name]
         twin = {
             "gql_hybrid": "sql_fused",
@@ -552,9 +403,6 @@ def report(result: Result) -> None:
             agree = _overlap(p, paths[twin]) if twin and kind == "all" else ""
             label = _LABELS[name] if kind == "all" else ""
             rows.append([label, kind, *_cells(samples), took, cpu, agree])
-    rows.append(
-        ["embed query (same backend, in-process)", "all", *_cells(result.embed), "", "", ""]
-    )
     print(table(headers, rows, "llrrrrrrrr"))
     for name in ("gql_hybrid", "gql_lexical"):
         for reason, count in paths[name].degraded.items():
@@ -615,7 +463,7 @@ def targets(results: Sequence[Result]) -> None:
             )
         g, s = Latency.of(r.paths["gql_hybrid"].all()), Latency.of(r.paths["sql_fused"].all())
         if _live(r):
-            ratio = (g.p50 - Latency.of(r.embed).p50) / s.p50
+            ratio = (g.p50 - Latency.of(r.paths["embed"].all()).p50) / s.p50
             rows.append(
                 [
                     f"goal: (GraphQL - embed) / SQL, medians <= {GOAL_RATIO:g}",
@@ -743,8 +591,8 @@ async def _run(args: argparse.Namespace, home: Path, urls: ServiceUrls, embedded
         ),
         (
             "workload",
-            f"{args.queries} queries (half selective, half common), warm-up "
-            f"{args.warmup}, blocks of {args.block} alternating 4 paths; limit 10, "
+            f"{args.queries} queries (half selective, half common), warm-up {args.warmup}, "
+            f"blocks of {args.block} alternating the paths and the embedding; limit 10, "
             f"RRF k={RRF_K}, over-fetch {FETCH} notes / {CHUNKS} chunks",
         ),
     ]
@@ -755,15 +603,13 @@ async def _run(args: argparse.Namespace, home: Path, urls: ServiceUrls, embedded
     sample = await _embed_all(backend, texts)
     topics = np.array([n.topic for n in notes], dtype=np.int64)
     vectors = synthesize(sample, topics[:sample_size], topics, args.seed)
-    embed_times, probes = [], []
-    for query in queries[: args.warmup]:  # one query at a time is another shape: warm it
-        await backend.embed([composition.query(query.text)])
+    probes = []
     for query in queries:
-        started = time.perf_counter()
         [vector] = await backend.embed([composition.query(query.text)])
-        embed_times.append(time.perf_counter() - started)
         probes.append(Probe(query, _literal(vector)))
-    await backend.aclose()
+
+    async def embed(text: str) -> object:
+        return await backend.embed([composition.query(text)])
 
     # Memories and their policies exist before the server starts: it reads policies once
     # and then only when their generation counter moves.
@@ -790,9 +636,9 @@ async def _run(args: argparse.Namespace, home: Path, urls: ServiceUrls, embedded
                 print(f"measuring {size:,} (load average {_load()}) ...", flush=True)
                 headers = {"authorization": f"Bearer {token}", "x-fortemi-memory": memory}
                 result = await _measure_size(
-                    args, urls, server, headers, memory, set_id, model.dimension, probes
+                    args, urls, server, headers, memory, set_id, model.dimension, probes, embed
                 )
-                result.size, result.ingest, result.embed = size, ingest, embed_times
+                result.size, result.ingest = size, ingest
                 results.append(result)
                 report(result)
                 if not args.keep:
@@ -805,6 +651,7 @@ async def _run(args: argparse.Namespace, home: Path, urls: ServiceUrls, embedded
                 "lexical answers, and the ratio with embedding excluded cannot be measured."
             )
     finally:
+        await backend.aclose()
         if args.keep:
             print(f"kept: {', '.join(created)} in {home}")
         else:
@@ -822,12 +669,13 @@ async def _measure_size(
     set_id: int,
     dimension: int,
     probes: Sequence[Probe],
+    embed: Embed,
 ) -> Result:
     schema = memory_schema(memory)
     sql = await SqlSearch.connect(urls.database, schema, set_id, dimension)
     api = Api(server.port, headers)
     try:
-        paths = await measure(args, probes, api, sql, server, schema)
+        paths = await measure(args, probes, api, sql, server, embed, schema)
         matching: dict[str, list[int]] = {k: [] for k in KINDS}
         for probe in probes:
             matching[probe.query.kind].append(await sql.matching(schema, probe.query.text))
@@ -835,7 +683,7 @@ async def _measure_size(
     finally:
         await api.aclose()
         await sql.close()
-    return Result(0, Ingest(), paths, [], mean, worst, hnsw_p50, exact_p50, matching)
+    return Result(0, Ingest(), paths, mean, worst, hnsw_p50, exact_p50, matching)
 
 
 def _sizes(value: str) -> list[int]:
