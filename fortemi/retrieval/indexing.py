@@ -27,7 +27,7 @@ import numpy.typing as npt
 from fortemi.inference import InferenceBackend, InferenceError, outcome_for
 from fortemi.platform.database import Connection, Database
 from fortemi.retrieval.chunking import chunk_text
-from fortemi.retrieval.sets import EmbeddingSets, composition_for
+from fortemi.retrieval.sets import EmbeddingSets, composition_for, vector_literal
 from fortemi.workers.jobs.models import HandlerContext, Job, JobOutcome, JobSpec, JobType, Tier
 from fortemi.workers.jobs.service import JobService
 
@@ -101,10 +101,6 @@ def _pieces(content: str, format: str, chunking: Chunking) -> list[_Piece]:
 
 def _hash(text: str) -> str:
     return blake3.blake3(text.encode()).hexdigest()
-
-
-def _literal(vector: npt.NDArray[np.float32]) -> str:
-    return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
 
 
 def embedding_job_type(
@@ -204,7 +200,10 @@ def embedding_job_type(
                 f"VALUES ($1, $2, $3, $4, $5::{chosen.cast}) "
                 "ON CONFLICT (set_id, chunk_id) DO UPDATE "
                 "SET text_hash = EXCLUDED.text_hash, embedding = EXCLUDED.embedding",
-                [(chosen.id, chunk_ids[i], note_id, hashes[i], _literal(vectors[i])) for i in todo],
+                [
+                    (chosen.id, chunk_ids[i], note_id, hashes[i], vector_literal(vectors[i]))
+                    for i in todo
+                ],
             )
         return JobOutcome.success({"chunks": len(pieces), "embedded": len(todo)})
 

@@ -42,12 +42,14 @@ from fortemi.platform.notes.repository import note_filter_where
 from fortemi.platform.notes.validation import validate_filter
 from fortemi.platform.sql import Where
 from fortemi.retrieval.fusion import FusionPlan, Ranked, plan, rrf, rsf
+from fortemi.retrieval.indexing import EMBEDDING
 from fortemi.retrieval.query import ParsedQuery, QueryType, parse_query
 from fortemi.retrieval.sets import (
     DocumentComposition,
     EmbeddingSet,
     EmbeddingSets,
     composition_for,
+    vector_literal,
 )
 
 __all__ = [
@@ -259,9 +261,10 @@ class SearchService:
                         "SELECT count(*) FROM chunk_embedding WHERE set_id = $1", chosen.id
                     )
             pending = await conn.fetchval(
-                "SELECT count(*) FROM public.job WHERE memory = $1 AND type = 'Embedding' "
+                "SELECT count(*) FROM public.job WHERE memory = $1 AND type = $2 "
                 "AND status IN ('pending', 'running')",
                 memory,
+                EMBEDDING,
             )
         return IndexStatus(
             notes=int(notes),
@@ -359,7 +362,7 @@ class SearchService:
             "SELECT EXISTS (SELECT 1 FROM chunk_embedding WHERE set_id = $1)", chosen.id
         ):
             return None
-        literal = _vector_literal(vector)
+        literal = vector_literal(vector)
         # Chunks per note vary; fetch enough chunks that deduping to notes keeps ``fetch``.
         chunks = min(fetch * 3, MAX_EF)
         await conn.execute(f"SET LOCAL hnsw.ef_search = {int(max(ef, chunks))}")
@@ -518,10 +521,6 @@ def _best_per_note(rows: Sequence[Any]) -> dict[UUID, tuple[float, int]]:
         if current is None or distance < current[0]:
             best[row["note_id"]] = (distance, row["chunk_id"])
     return best
-
-
-def _vector_literal(vector: npt.NDArray[np.float32]) -> str:
-    return "[" + ",".join(f"{x:.7g}" for x in np.asarray(vector, dtype=np.float32).ravel()) + "]"
 
 
 def _note_filter(given: SearchFilter) -> NoteFilter:

@@ -16,10 +16,18 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import asyncpg
+import numpy as np
+import numpy.typing as npt
 
 from fortemi.platform.database import Connection
 
-__all__ = ["DocumentComposition", "EmbeddingSet", "EmbeddingSets", "composition_for"]
+__all__ = [
+    "DocumentComposition",
+    "EmbeddingSet",
+    "EmbeddingSets",
+    "composition_for",
+    "vector_literal",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +95,11 @@ class EmbeddingSet:
     def cast(self) -> str:
         """The SQL type vectors of this set are compared as (the HNSW index's expression)."""
         return f"vector({int(self.dimension)})"
+
+
+def vector_literal(vector: npt.NDArray[np.float32]) -> str:
+    """pgvector's text form of ``vector`` (what a ``$n::vector(d)`` parameter takes)."""
+    return "[" + ",".join(f"{x:.7g}" for x in np.asarray(vector, dtype=np.float32).ravel()) + "]"
 
 
 def set_name(model: str, dimension: int, composition: DocumentComposition) -> str:
