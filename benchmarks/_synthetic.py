@@ -363,9 +363,9 @@ def _lexical_sql(schema: str) -> str:
     """search.py's BM25 (its formula and order, without prefix expansion: the queries have
     none), written as the least work for the database: each term's document frequency
     counted once, and the note filter applied to the best 4 x FETCH candidates only (by
-    primary key), not to every note that has a query word. (With a filter that rejects
-    notes, the service would need a fallback when fewer than FETCH survive; here every
-    note passes.) $1 query, $2 documents, $3 average length; (note_id, score, rank)."""
+    primary key), not to every note that has a query word, as search.py does when it has a
+    filter (it falls back to filtering before ranking when fewer than FETCH survive; here
+    every note passes). $1 query, $2 documents, $3 average length; (note_id, score, rank)."""
     return f"""
         terms AS (
             SELECT t.lexeme, ln(1 + ($2::float8 - d.df + 0.5) / (d.df + 0.5)) AS idf
@@ -380,33 +380,6 @@ def _lexical_sql(schema: str) -> str:
             GROUP BY lp.note_id
             ORDER BY score DESC, lp.note_id
             LIMIT {4 * FETCH}
-        ),
-        lexical AS (
-            SELECT scored.note_id, scored.score,
-                   row_number() OVER (ORDER BY scored.score DESC, scored.note_id) AS rank
-            FROM scored JOIN {schema}.note ON note.id = scored.note_id
-            WHERE note.deleted_at IS NULL
-            ORDER BY scored.score DESC, scored.note_id
-            LIMIT {FETCH}
-        )"""  # noqa: S608 - a validated schema and constants
-
-
-def _lexical_sql_as_search_py(schema: str) -> str:
-    """The same leg in the shape fortemi.retrieval.search writes it: document frequencies
-    by a window over all postings, and the note filter joined before ranking."""
-    return f"""
-        terms AS (
-            SELECT DISTINCT t.lexeme COLLATE "C" AS lexeme
-            FROM unnest(to_tsvector('english', $1)) AS t
-        ),
-        postings AS (
-            SELECT lp.note_id, lp.tf, lp.dl, count(*) OVER (PARTITION BY lp.lexeme) AS df
-            FROM {schema}.lex_posting lp JOIN terms USING (lexeme)
-        ),
-        scored AS (
-            SELECT lp.note_id, sum(ln(1 + ($2::float8 - df + 0.5) / (df + 0.5)) * lp.tf {_BM25})
-                   AS score
-            FROM postings AS lp GROUP BY lp.note_id
         ),
         lexical AS (
             SELECT scored.note_id, scored.score,
@@ -466,14 +439,11 @@ class SqlSearch:
             )
             {top}
         """  # noqa: S608 - a validated schema and constants
-        self.lexical_sql, self.lexical_as_search_py_sql = (
-            f"""
-            WITH {leg},
+        self.lexical_sql = f"""
+            WITH {_lexical_sql(schema)},
             hits AS (SELECT note_id, score FROM lexical ORDER BY rank LIMIT {LIMIT})
             {top}
-            """  # noqa: S608 - a validated schema and constants
-            for leg in (_lexical_sql(schema), _lexical_sql_as_search_py(schema))
-        )
+        """  # noqa: S608 - a validated schema and constants
         nearest = f"""
             SELECT e.chunk_id FROM {schema}.chunk_embedding e WHERE e.set_id = {int(set_id)}
             ORDER BY {{order}} LIMIT {LIMIT}
@@ -491,11 +461,8 @@ class SqlSearch:
         rows = await self._conn.fetch(self.fused_sql, text, docs, avgdl, vector)
         return [r["note_id"] for r in rows]
 
-    async def lexical(
-        self, text: str, docs: int, avgdl: float, *, as_search_py: bool = False
-    ) -> list[UUID]:
-        sql = self.lexical_as_search_py_sql if as_search_py else self.lexical_sql
-        rows = await self._conn.fetch(sql, text, docs, avgdl)
+    async def lexical(self, text: str, docs: int, avgdl: float) -> list[UUID]:
+        rows = await self._conn.fetch(self.lexical_sql, text, docs, avgdl)
         return [r["note_id"] for r in rows]
 
     async def nearest(self, vector: str, *, exact: bool, ef: int) -> tuple[float, list[int]]:

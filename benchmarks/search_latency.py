@@ -26,8 +26,7 @@ Paths, one query at a time, in alternating blocks so all see the same caches:
   database (BM25 leg with search.py's formula, HNSW leg with the server's over-fetch and
   ef_search, RRF k=60 in SQL, titles and chunks of the top 10), the query vector
   precomputed;
-* for information: GraphQL ``mode: LEXICAL``, the BM25 leg alone in SQL, and the same leg
-  in the shape search.py writes it;
+* for information: GraphQL ``mode: LEXICAL`` and the BM25 leg alone in SQL;
 * "embed query": the same backend embedding each query in this process. The server's
   embedding cannot be timed from outside, so "GraphQL minus embed" is the difference of
   the medians.
@@ -109,7 +108,7 @@ RECALL_EFS = (40, 100, SERVER_EF, 200, 400)
 SEED_TARGETS_MS = {10_000: 200.0, 100_000: 500.0}
 GOAL_P95_MS, GOAL_AT, GOAL_RATIO, GOAL_RECALL = 25.0, 100_000, 1.5, 0.95
 KINDS: tuple[QueryKind, ...] = ("selective", "common")
-PATHS = ("gql_hybrid", "sql_fused", "gql_lexical", "sql_lexical", "sql_lexical_as_search_py")
+PATHS = ("gql_hybrid", "sql_fused", "gql_lexical", "sql_lexical")
 PROGRESS = 10.0  # seconds between progress lines
 
 _SEARCH = (
@@ -217,14 +216,10 @@ class Measure:
             into.latencies[probe.query.kind].append(time.perf_counter() - started)
             into.tops[i] = top
 
-    async def lexical(
-        self, probes: Sequence[tuple[int, Probe]], into: Samples, *, as_search_py: bool = False
-    ) -> None:
+    async def lexical(self, probes: Sequence[tuple[int, Probe]], into: Samples) -> None:
         for i, probe in probes:
             started = time.perf_counter()
-            top = await self.sql.lexical(
-                probe.query.text, self.docs, self.avgdl, as_search_py=as_search_py
-            )
+            top = await self.sql.lexical(probe.query.text, self.docs, self.avgdl)
             into.latencies[probe.query.kind].append(time.perf_counter() - started)
             into.tops[i] = top
 
@@ -258,7 +253,6 @@ async def measure(
     await run.graphql(warm, "LEXICAL", Samples())
     await run.fused(warm, Samples())
     await run.lexical(warm, Samples())
-    await run.lexical(warm, Samples(), as_search_py=True)
     await run.embedding(warm, Samples())
     paths = {name: Samples() for name in (*PATHS, "embed")}
     for start in range(0, len(indexed), args.block):
@@ -267,7 +261,6 @@ async def measure(
         await run.fused(block, paths["sql_fused"])
         await run.graphql(block, "LEXICAL", paths["gql_lexical"])
         await run.lexical(block, paths["sql_lexical"])
-        await run.lexical(block, paths["sql_lexical_as_search_py"], as_search_py=True)
         await run.embedding(block, paths["embed"])
     return paths
 
@@ -302,7 +295,6 @@ _LABELS = {
     "sql_fused": "SQL fused hybrid (asyncpg, 1 statement)",
     "gql_lexical": "GraphQL LEXICAL (for information)",
     "sql_lexical": "SQL BM25 leg only (for information)",
-    "sql_lexical_as_search_py": "SQL BM25 leg, search.py's shape (info)",
     "embed": "embed query (same backend, this process)",
 }
 
@@ -346,11 +338,6 @@ def _ratios(result: Result) -> list[list[str]]:
         first,
         _ratio("GraphQL HYBRID p95 / SQL fused p95", p95["gql_hybrid"], p95["sql_fused"]),
         _ratio("GraphQL LEXICAL p50 / SQL BM25 p50", p50["gql_lexical"], p50["sql_lexical"]),
-        _ratio(
-            "SQL BM25 in search.py's shape p50 / SQL BM25 p50",
-            p50["sql_lexical_as_search_py"],
-            p50["sql_lexical"],
-        ),
     ]
 
 
@@ -389,11 +376,7 @@ def report(result: Result) -> None:
     rows = []
     for name in (*PATHS, "embed"):
         p = paths[name]
-        twin = {
-            "gql_hybrid": "sql_fused",
-            "gql_lexical": "sql_lexical",
-            "sql_lexical_as_search_py": "sql_lexical",
-        }.get(name)
+        twin = {"gql_hybrid": "sql_fused", "gql_lexical": "sql_lexical"}.get(name)
         for kind in ("all", *KINDS):
             samples = p.all() if kind == "all" else p.latencies[kind]
             took = f"{Latency.of(p.took).p50:.2f}" if p.took and kind == "all" else ""

@@ -79,13 +79,33 @@ class Authorizer:
             raise forbidden(decision)
         return decision
 
-    async def read_scope(self, principal: Principal, memory: str, trace: RequestTrace) -> ReadScope:
+    async def read_scope(
+        self,
+        principal: Principal,
+        memory: str,
+        trace: RequestTrace,
+        *,
+        checks: Sequence[tuple[Action, Resource]] = (),
+    ) -> ReadScope:
         """What ``principal`` may read in ``memory``, for a list's SQL predicate.
 
         Recorded as one ``read_scope`` row (not one per policy evaluated), with the
-        readable projects and skills in its details.
+        readable projects and skills in its details. ``checks`` are decided first under
+        the same policy snapshot and recorded in the same audit write (one commit, not
+        one per question); if one is denied, only they are recorded and it raises
+        :class:`Forbidden`, as :meth:`check` would.
         """
         policies = await self._policies.snapshot()
+        decisions = [
+            self._engine.decide(policies, principal, action, resource)
+            for action, resource in checks
+        ]
+        at = self._clock()
+        checked = [self._record(principal, d, trace, at) for d in decisions]
+        denied = next((d for d in decisions if not d.allowed), None)
+        if denied is not None:
+            await self._audit.record(checked)
+            raise forbidden(denied)
         scope = self._engine.read_scope(policies, principal, memory)
         record = AuditRecord(
             at=self._clock(),
@@ -109,7 +129,7 @@ class Authorizer:
                 "skills_listed_are_readable": scope.skills.listed_are_readable,
             },
         )
-        await self._audit.record([record])
+        await self._audit.record([*checked, record])
         return scope
 
     @staticmethod

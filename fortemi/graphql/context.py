@@ -79,11 +79,21 @@ class Context:
         decision = await self.runtime.authorizer.decide(self.caller, action, resource, self.trace)
         return decision.allowed
 
-    async def visibility(self, memory: str) -> NoteVisibility:
-        """What the caller may read in ``memory``, computed (and recorded) once per request."""
-        if memory not in self._visibility:
-            scope = await self.runtime.authorizer.read_scope(self.caller, memory, self.trace)
-            self._visibility[memory] = visibility_of(scope)
+    async def visibility(self, memory: str, *, authorize_read: bool = False) -> NoteVisibility:
+        """What the caller may read in ``memory``, computed (and recorded) once per request.
+
+        ``authorize_read``: first check that the caller may read the memory at all
+        (FORBIDDEN if not), decided and recorded together with the scope.
+        """
+        if memory in self._visibility:
+            if authorize_read:
+                await self.authorize(Action.READ, Resource.of_memory(memory))
+            return self._visibility[memory]
+        checks = [(Action.READ, Resource.of_memory(memory))] if authorize_read else []
+        scope = await self.runtime.authorizer.read_scope(
+            self.caller, memory, self.trace, checks=checks
+        )
+        self._visibility[memory] = visibility_of(scope)
         return self._visibility[memory]
 
     async def notify(self, event: Event) -> None:

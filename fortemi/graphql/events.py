@@ -63,8 +63,7 @@ class EventSubscription:
     ) -> AsyncGenerator[Event, None]:
         context = info.context
         memory = await context.memory()
-        await context.authorize(Action.READ, Resource.of_memory(memory))
-        visible = await context.visibility(memory)
+        visible = await context.visibility(memory, authorize_read=True)
         wanted = set(types or ())
         source = context.runtime.events.subscribe(after=after)
         try:

@@ -116,8 +116,7 @@ async def _scopes(info: Info, memories: list[str] | None) -> list[model.Scope]:
         names = [await context.runtime.memories.resolve(name) for name in dict.fromkeys(memories)]
     scopes = []
     for name in names:
-        await context.authorize(Action.READ, Resource.of_memory(name))
-        scopes.append(model.Scope(name, await context.visibility(name)))
+        scopes.append(model.Scope(name, await context.visibility(name, authorize_read=True)))
     return scopes
 
 
@@ -169,16 +168,10 @@ class SearchQuery:
                 ef_search=ef_search,
             ),
         )
-        notes = {}
-        for memory in {hit.memory for hit in outcome.hits}:
-            ids = [hit.note_id for hit in outcome.hits if hit.memory == memory]
-            found = await runtime.notes.get_many(memory, ids)
-            notes.update({(memory, note_id): note for note_id, note in found.items()})
         hits = []
         for hit in outcome.hits:
-            note = notes.get((hit.memory, hit.note_id))
-            if note is None:  # purged between ranking and reading
-                continue
+            note = hit.note
+            assert note is not None  # noqa: S101 - the service returns hits with their notes
             hits.append(
                 SearchHit(
                     note=Note.from_model(note),

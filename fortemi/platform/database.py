@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 Connection: TypeAlias = "asyncpg.Connection[asyncpg.Record]"
 SCHEMA_PREFIX = "mem_"
 _MEMORY_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+_SETTING_NAME = re.compile(r"[a-z_]+(\.[a-z_]+)?")
 
 
 def validate_memory_name(name: str) -> str:
@@ -127,18 +128,29 @@ class Database:
 
     @asynccontextmanager
     async def memory_transaction(
-        self, memory: str, *, isolation: str | None = None
+        self,
+        memory: str,
+        *,
+        isolation: str | None = None,
+        local: Mapping[str, int] | None = None,
     ) -> AsyncIterator[asyncpg.Connection]:
         """The choke point: a transaction whose ``search_path`` is memory ``memory`` first.
 
         ``public`` stays on the path (after the memory) for extension types such as
-        ``vector``. BEGIN and SET LOCAL go in one round trip; the schema name is validated
-        and quoted by :func:`memory_schema`, never taken from a caller unchecked.
+        ``vector``. ``local``: integer settings for this transaction only (``SET LOCAL``),
+        such as ``hnsw.ef_search``. BEGIN and the SET LOCALs go in one round trip; the
+        schema name is validated and quoted by :func:`memory_schema`, setting names are
+        checked and values are integers, so nothing a caller sends is spliced in unchecked.
         """
         schema = memory_schema(memory)
         begin = "BEGIN" if isolation is None else f"BEGIN ISOLATION LEVEL {_isolation(isolation)}"
+        statements = [begin, f"SET LOCAL search_path TO {schema}, public"]
+        for name, value in (local or {}).items():
+            if not _SETTING_NAME.fullmatch(name) or type(value) is not int:
+                raise ValueError(f"not a setting this transaction can take: {name}={value!r}")
+            statements.append(f"SET LOCAL {name} = {value}")
         async with self.connection() as conn:
-            await conn.execute(f"{begin}; SET LOCAL search_path TO {schema}, public")
+            await conn.execute("; ".join(statements))
             try:
                 yield conn
             except asyncpg.UndefinedTableError as exc:

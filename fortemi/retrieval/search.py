@@ -24,6 +24,7 @@ fusion, exactly as if the memories were one corpus ranked with per-memory statis
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -37,8 +38,8 @@ import numpy.typing as npt
 from fortemi.inference import InferenceBackend, InferenceError
 from fortemi.platform.database import Connection, Database
 from fortemi.platform.errors import BadUserInput
-from fortemi.platform.notes.models import NoteFilter, NoteVisibility
-from fortemi.platform.notes.repository import note_filter_where
+from fortemi.platform.notes.models import Note, NoteFilter, NoteVisibility
+from fortemi.platform.notes.repository import NoteRepository, note_filter_where
 from fortemi.platform.notes.validation import validate_filter
 from fortemi.platform.sql import Where
 from fortemi.retrieval.fusion import FusionPlan, Ranked, plan, rrf, rsf
@@ -49,6 +50,7 @@ from fortemi.retrieval.sets import (
     EmbeddingSet,
     EmbeddingSets,
     composition_for,
+    set_name,
     vector_literal,
 )
 
@@ -73,6 +75,7 @@ MAX_LIMIT = 100
 MIN_EF, MAX_EF, DEFAULT_EF = 10, 1000, 100
 _STATS_TTL_SECONDS = 5.0
 _PREFIX_EXPANSIONS = 20
+_CANDIDATES = 4  # notes ranked per note wanted before a filter is checked
 
 
 class SearchMode(StrEnum):
@@ -121,6 +124,7 @@ class Hit:
     lexical_score: float | None
     semantic_rank: int | None
     semantic_score: float | None
+    note: Note | None = None  # filled before the outcome is returned
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +181,11 @@ class SearchService:
         self._db = db
         self._backend = backend
         self._sets = EmbeddingSets()
+        self._notes = NoteRepository()
         self._stats: dict[str, tuple[float, int, float]] = {}  # memory → (at, docs, avgdl)
+        # (memory, set name) → (at, set): re-read after the same few seconds, so a memory
+        # dropped and made again under its name never keeps its old set's number for long.
+        self._known_sets: dict[tuple[str, str], tuple[float, EmbeddingSet]] = {}
 
     async def search(self, scopes: Sequence[Scope], request: SearchRequest) -> SearchOutcome:
         started = time.perf_counter()
@@ -187,40 +195,52 @@ class SearchService:
         note_filter = validate_filter(_note_filter(request.filter))
         fetch = min(max(limit * 3, 50), 300)
 
+        # The query is embedded while the lexical leg runs (the local model in a thread,
+        # a remote one over the network); the semantic leg waits for it.
+        embedding = (
+            None
+            if request.mode is SearchMode.LEXICAL
+            else asyncio.create_task(self._query_vector(query.text))
+        )
+        # HNSW returns at most ef_search rows: enough chunks that deduping to notes keeps
+        # ``fetch`` of them.
+        chunks = min(fetch * 3, MAX_EF)
+        local = None if embedding is None else {"hnsw.ef_search": max(ef, chunks)}
         degraded: str | None = None
-        vector: npt.NDArray[np.float32] | None = None
-        semantic: SemanticModel | None = None
-        if request.mode is not SearchMode.LEXICAL:
-            try:
-                semantic = await self._semantic_model()
-                if semantic is None:
-                    degraded = "no embedding model is configured"
-                else:
-                    vector = await self._embed_query(semantic, query.text)
-            except InferenceError as exc:
-                degraded = f"the embedding backend failed: {exc.message}"
-
         lexical_leg, semantic_leg = _Leg(), _Leg()
         unembedded: list[str] = []
-        for scope in scopes:
-            where_filter = _with_scope(note_filter, scope.visibility)
-            async with self._db.memory_transaction(scope.memory) as conn:
-                if request.mode is not SearchMode.SEMANTIC and query.has_terms:
-                    for note_id, score in await self._lexical(
-                        conn, scope.memory, query, where_filter, fetch
-                    ):
-                        lexical_leg.found[(scope.memory, note_id)] = (score, None)
-                if vector is not None and semantic is not None:
-                    found = await self._semantic(conn, semantic, vector, where_filter, fetch, ef)
-                    if found is None:
-                        unembedded.append(scope.memory)
-                    for note_id, similarity, chunk in found or ():
-                        semantic_leg.found[(scope.memory, note_id)] = (similarity, chunk)
+        hits: list[Hit] = []
+        fusion: FusionPlan | None = None
+        try:
+            for scope in scopes:
+                where_filter = _with_scope(note_filter, scope.visibility)
+                async with self._db.memory_transaction(scope.memory, local=local) as conn:
+                    if request.mode is not SearchMode.SEMANTIC and query.has_terms:
+                        for note_id, score in await self._lexical(
+                            conn, scope.memory, query, where_filter, fetch
+                        ):
+                            lexical_leg.found[(scope.memory, note_id)] = (score, None)
+                    if embedding is not None:
+                        semantic, vector, degraded = await embedding
+                        if semantic is not None and vector is not None:
+                            found = await self._semantic(
+                                conn, scope.memory, semantic, vector, where_filter, fetch, chunks
+                            )
+                            if found is None:
+                                unembedded.append(scope.memory)
+                            for note_id, similarity, chunk in found or ():
+                                semantic_leg.found[(scope.memory, note_id)] = (similarity, chunk)
+                    if len(scopes) == 1:  # the usual case: all of it in one transaction
+                        hits, fusion = self._fuse(request, query, lexical_leg, semantic_leg, limit)
+                        hits = await self._complete(hits, query, conn)
+        finally:
+            if embedding is not None and not embedding.done():
+                embedding.cancel()
+        if len(scopes) > 1:
+            hits, fusion = self._fuse(request, query, lexical_leg, semantic_leg, limit)
+            hits = await self._complete(hits, query, None)
         if unembedded and len(unembedded) == len(scopes) and degraded is None:
             degraded = "nothing is embedded yet with the configured model; lexical results only"
-
-        hits, fusion = self._fuse(request, query, lexical_leg, semantic_leg, limit)
-        hits = await self._with_chunks(hits, query)
         return SearchOutcome(
             hits=hits,
             degraded=degraded is not None and request.mode is not SearchMode.LEXICAL,
@@ -229,6 +249,18 @@ class SearchService:
             fusion=fusion,
             took_ms=(time.perf_counter() - started) * 1000,
         )
+
+    async def _query_vector(
+        self, text: str
+    ) -> tuple[SemanticModel | None, npt.NDArray[np.float32] | None, str | None]:
+        """(model, query vector, None), or (None, None, why the semantic leg is out)."""
+        try:
+            semantic = await self._semantic_model()
+            if semantic is None:
+                return None, None, "no embedding model is configured"
+            return semantic, await self._embed_query(semantic, text), None
+        except InferenceError as exc:
+            return None, None, f"the embedding backend failed: {exc.message}"
 
     async def _semantic_model(self) -> SemanticModel | None:
         if self._backend is None:
@@ -298,50 +330,32 @@ class SearchService:
         note_filter: NoteFilter,
         fetch: int,
     ) -> list[tuple[UUID, float]]:
+        """The best ``fetch`` notes by BM25 that pass ``note_filter``, best first.
+
+        Postings exist for live notes only, so with nothing else to check no note is read.
+        Otherwise the best ``_CANDIDATES * fetch`` notes are ranked from the postings alone
+        and only they are checked against the filter, by primary key: the note table is
+        never scanned. If the filter rejects so many of them that fewer than ``fetch``
+        remain while more notes match, the filter goes into the ranking instead (every
+        matching note checked), so a selective filter still gets a full page.
+        """
         docs, avgdl = await self._corpus(conn, memory)
         if docs == 0:
             return []
-        where = Where(query.text, docs, avgdl, BM25_K1, BM25_B, fetch, list(query.prefixes))
-        # Postings exist for live notes only: with nothing else to check, no note is read.
-        unfiltered = note_filter == NoteFilter() and not (query.phrases or query.excluded)
+        bm25 = (query.text, docs, avgdl, BM25_K1, BM25_B, list(query.prefixes), fetch)
+        where = Where(*bm25)
         note_filter_where(note_filter, where)
         for phrase in query.phrases:
             where.add("lex @@ phraseto_tsquery('english', {0})", phrase)
         for excluded in query.excluded:
             where.add("NOT (lex @@ phraseto_tsquery('english', {0}))", excluded)
-        # Prefix expansion: the lexicon's words starting with each prefix ("C" collation,
-        # so LIKE with a literal start is a btree range); LIKE's wildcards are escaped.
-        sql = f"""
-            WITH terms AS (
-                SELECT DISTINCT t.lexeme COLLATE "C" AS lexeme
-                FROM unnest(to_tsvector('english', $1)) AS t
-                UNION
-                SELECT e.lexeme FROM unnest($7::text[]) AS p(prefix),
-                LATERAL (
-                    SELECT lexeme FROM lex_term
-                    WHERE lexeme LIKE replace(replace(p.prefix, '\\', '\\\\'), '_', '\\_') || '%'
-                    ORDER BY lexeme LIMIT {_PREFIX_EXPANSIONS}
-                ) AS e
-            ),
-            postings AS (
-                SELECT lp.note_id, lp.tf, lp.dl, count(*) OVER (PARTITION BY lp.lexeme) AS df
-                FROM lex_posting lp JOIN terms USING (lexeme)
-            ),
-            scored AS (
-                SELECT note_id,
-                       sum(ln(1 + ($2::float8 - df + 0.5) / (df + 0.5))
-                           * tf * ($4::float8 + 1)
-                           / (tf + $4::float8 * (1 - $5::float8 + $5::float8 * dl / $3::float8)))
-                       AS score
-                FROM postings GROUP BY note_id
-            )
-            SELECT scored.note_id, scored.score
-            FROM scored {"" if unfiltered else "JOIN note ON note.id = scored.note_id"}
-            WHERE {"true" if unfiltered else where.sql()}
-            ORDER BY scored.score DESC, scored.note_id
-            LIMIT $6::int
-        """  # noqa: S608 - fixed fragments; every value is a parameter
-        rows = await conn.fetch(sql, *where.args)
+        if note_filter == NoteFilter() and not (query.phrases or query.excluded):
+            rows = await conn.fetch(_bm25_sql(None), *bm25)
+        else:
+            first = fetch * _CANDIDATES
+            rows = await conn.fetch(_bm25_sql(where.sql(), first), *where.args)
+            if len(rows) < fetch and (not rows or rows[0]["ranked"] == first):
+                rows = await conn.fetch(_bm25_sql(where.sql()), *where.args)
         return [(row["note_id"], float(row["score"])) for row in rows]
 
     # -- the semantic leg ------------------------------------------------------------------
@@ -349,58 +363,77 @@ class SearchService:
     async def _semantic(
         self,
         conn: Connection,
+        memory: str,
         model: SemanticModel,
         vector: npt.NDArray[np.float32],
         note_filter: NoteFilter,
         fetch: int,
-        ef: int,
+        chunks: int,
     ) -> list[tuple[UUID, float, str]] | None:
-        """Up to ``fetch`` notes, best first: (note, cosine similarity, best chunk). None
-        when the memory has no embeddings of this model yet."""
-        chosen = await self._sets.find(conn, model.model, model.dimension, model.composition)
-        if chosen is None or not await conn.fetchval(
-            "SELECT EXISTS (SELECT 1 FROM chunk_embedding WHERE set_id = $1)", chosen.id
-        ):
+        """Up to ``fetch`` notes, best first: (note, cosine similarity, best chunk's text).
+        None when the memory has no embeddings of this model yet.
+
+        One statement: the ``chunks`` nearest chunks from the set's HNSW index (the
+        transaction's ``hnsw.ef_search`` is at least ``chunks``), the best per note, the
+        filters on those notes by primary key, and the chunk texts. When the filters leave
+        too few of what the index offered and it had more, the filtered chunks are read
+        exactly instead (an expression the index does not serve), so a selective filter
+        never starves the top-k.
+        """
+        chosen = await self._embedding_set(conn, memory, model)
+        if chosen is None:
             return None
         literal = vector_literal(vector)
-        # Chunks per note vary; fetch enough chunks that deduping to notes keeps ``fetch``.
-        chunks = min(fetch * 3, MAX_EF)
-        await conn.execute(f"SET LOCAL hnsw.ef_search = {int(max(ef, chunks))}")
-        nearest = await conn.fetch(
-            f"""
-            SELECT e.note_id, e.chunk_id, e.embedding::{chosen.cast} <=> $1::{chosen.cast} AS d
-            FROM chunk_embedding e
-            WHERE e.set_id = $2
-            ORDER BY e.embedding::{chosen.cast} <=> $1::{chosen.cast}
-            LIMIT $3
-            """,  # noqa: S608 - the cast is the set's checked dimension
-            literal,
-            chosen.id,
-            chunks,
-        )
-        best = _best_per_note(nearest)
-        allowed = await self._filter_notes(conn, list(best), note_filter)
-        kept = [(note, d, chunk) for note, (d, chunk) in best.items() if note in allowed]
-        if len(kept) < fetch and len(nearest) == chunks:
-            # The filters left too few of what the index offered, and it has more: read
-            # the filtered chunks exactly (an expression the index does not serve).
-            kept = await self._exact(conn, chosen, literal, note_filter, fetch)
-        kept.sort(key=lambda item: (item[1], str(item[0])))
-        texts = await self._chunk_texts(conn, [chunk for _, _, chunk in kept[:fetch]])
-        return [(note, 1.0 - d, texts.get(chunk, "")) for note, d, chunk in kept[:fetch]]
-
-    async def _filter_notes(
-        self, conn: Connection, note_ids: list[UUID], note_filter: NoteFilter
-    ) -> set[UUID]:
-        if not note_ids:
-            return set()
-        where = Where(note_ids)
+        where = Where(literal, chunks, fetch)
         note_filter_where(note_filter, where)
+        distance = f"e.embedding::{chosen.cast} <=> $1::{chosen.cast}"
+        # The set's id is spliced in as a constant (it is ours, an integer): a generic plan
+        # with it as a parameter cannot use the set's partial index, and PostgreSQL turns
+        # to generic plans after five executions of a prepared statement.
         rows = await conn.fetch(
-            f"SELECT id FROM note WHERE id = ANY($1::uuid[]) AND {where.sql()}",  # noqa: S608
+            f"""
+            WITH nearest AS MATERIALIZED (
+                SELECT e.note_id, e.chunk_id, {distance} AS d
+                FROM chunk_embedding e
+                WHERE e.set_id = {int(chosen.id)}
+                ORDER BY {distance}
+                LIMIT $2
+            ),
+            best AS (
+                SELECT DISTINCT ON (note_id) note_id, chunk_id, d
+                FROM nearest ORDER BY note_id, d, chunk_id
+            )
+            SELECT best.note_id, best.d, (SELECT count(*) FROM nearest) AS offered,
+                   (SELECT text FROM chunk WHERE chunk.id = best.chunk_id) AS text
+            FROM best JOIN note ON note.id = best.note_id
+            WHERE {where.sql()}
+            ORDER BY best.d, best.note_id
+            LIMIT $3::int
+            """,  # noqa: S608 - the set's id and checked dimension; values are parameters
             *where.args,
         )
-        return {row["id"] for row in rows}
+        if len(rows) < fetch and (not rows or rows[0]["offered"] == chunks):
+            rows = await self._exact(conn, chosen, literal, note_filter, fetch)
+            if not rows and not await conn.fetchval(
+                "SELECT EXISTS (SELECT 1 FROM chunk_embedding WHERE set_id = $1)", chosen.id
+            ):
+                self._known_sets.pop((memory, chosen.name), None)
+                return None
+        return [(row["note_id"], 1.0 - float(row["d"]), row["text"] or "") for row in rows]
+
+    async def _embedding_set(
+        self, conn: Connection, memory: str, model: SemanticModel
+    ) -> EmbeddingSet | None:
+        """The memory's set for ``model``, remembered for a few seconds once it exists."""
+        key = (memory, set_name(model.model, model.dimension, model.composition))
+        now = time.monotonic()
+        known = self._known_sets.get(key)
+        if known is not None and now - known[0] < _STATS_TTL_SECONDS:
+            return known[1]
+        chosen = await self._sets.find(conn, model.model, model.dimension, model.composition)
+        if chosen is not None:
+            self._known_sets[key] = (now, chosen)
+        return chosen
 
     async def _exact(
         self,
@@ -409,32 +442,25 @@ class SearchService:
         literal: str,
         note_filter: NoteFilter,
         fetch: int,
-    ) -> list[tuple[UUID, float, int]]:
+    ) -> list[Any]:
         where = Where(literal, chosen.id, fetch)
         note_filter_where(note_filter, where)
-        rows = await conn.fetch(
+        return await conn.fetch(
             f"""
-            SELECT note_id, chunk_id, d FROM (
+            SELECT best.note_id, best.d,
+                   (SELECT text FROM chunk WHERE chunk.id = best.chunk_id) AS text
+            FROM (
                 SELECT DISTINCT ON (e.note_id) e.note_id, e.chunk_id,
                        (e.embedding::{chosen.cast} <=> $1::{chosen.cast}) + 0 AS d
                 FROM chunk_embedding e JOIN note ON note.id = e.note_id
                 WHERE e.set_id = $2 AND {where.sql()}
-                ORDER BY e.note_id, d
+                ORDER BY e.note_id, d, e.chunk_id
             ) AS best
-            ORDER BY d, note_id
+            ORDER BY best.d, best.note_id
             LIMIT $3::int
             """,  # noqa: S608 - fixed fragments; every value is a parameter
             *where.args,
         )
-        return [(row["note_id"], float(row["d"]), row["chunk_id"]) for row in rows]
-
-    async def _chunk_texts(self, conn: Connection, chunk_ids: list[int]) -> dict[int, str]:
-        if not chunk_ids:
-            return {}
-        rows = await conn.fetch(
-            "SELECT id, text FROM chunk WHERE id = ANY($1::bigint[])", chunk_ids
-        )
-        return {row["id"]: row["text"] for row in rows}
 
     # -- fusion ----------------------------------------------------------------------------
 
@@ -482,45 +508,107 @@ class SearchService:
             )
         return hits, fusion
 
-    async def _with_chunks(self, hits: list[Hit], query: ParsedQuery) -> list[Hit]:
-        """Give lexical-only hits the chunk of theirs that best matches the query words."""
-        missing: dict[str, list[UUID]] = {}
-        for hit in hits:
-            if hit.chunk is None:
-                missing.setdefault(hit.memory, []).append(hit.note_id)
-        if not missing or not query.text.strip():
-            return hits
+    async def _complete(
+        self, hits: list[Hit], query: ParsedQuery, conn: Connection | None
+    ) -> list[Hit]:
+        """The hits with their notes, and lexical-only hits with the chunk of theirs that
+        best matches the query words; in ``conn``'s transaction when given (one memory
+        searched), else one transaction per memory. A note purged since it was ranked
+        drops out."""
+        notes: dict[tuple[str, UUID], Note] = {}
         chunks: dict[tuple[str, UUID], str] = {}
-        for memory, note_ids in missing.items():
-            async with self._db.memory_transaction(memory) as conn:
-                rows = await conn.fetch(
-                    """
-                    SELECT DISTINCT ON (note_id) note_id, text FROM chunk
-                    WHERE note_id = ANY($1::uuid[])
-                    ORDER BY note_id,
-                             ts_rank(to_tsvector('english', text),
-                                     websearch_to_tsquery('english', $2)) DESC, ordinal
-                    """,
-                    note_ids,
-                    query.text,
-                )
-            chunks.update({(memory, row["note_id"]): row["text"] for row in rows})
+        for memory in dict.fromkeys(hit.memory for hit in hits):
+            mine = [hit for hit in hits if hit.memory == memory]
+            if conn is not None:
+                found, texts = await self._notes_and_chunks(conn, mine, query)
+            else:
+                async with self._db.memory_transaction(memory) as own:
+                    found, texts = await self._notes_and_chunks(own, mine, query)
+            notes.update({(memory, note_id): note for note_id, note in found.items()})
+            chunks.update({(memory, note_id): text for note_id, text in texts.items()})
         return [
-            hit
-            if hit.chunk is not None
-            else replace(hit, chunk=chunks.get((hit.memory, hit.note_id)))
+            replace(
+                hit,
+                note=notes[(hit.memory, hit.note_id)],
+                chunk=hit.chunk if hit.chunk is not None else chunks.get((hit.memory, hit.note_id)),
+            )
             for hit in hits
+            if (hit.memory, hit.note_id) in notes
         ]
 
+    async def _notes_and_chunks(
+        self, conn: Connection, hits: list[Hit], query: ParsedQuery
+    ) -> tuple[dict[UUID, Note], dict[UUID, str]]:
+        notes = await self._notes.get_many(conn, [hit.note_id for hit in hits])
+        missing = [hit.note_id for hit in hits if hit.chunk is None]
+        if not missing or not query.text.strip():
+            return notes, {}
+        rows = await conn.fetch(
+            """
+            SELECT DISTINCT ON (note_id) note_id, text FROM chunk
+            WHERE note_id = ANY($1::uuid[])
+            ORDER BY note_id,
+                     ts_rank(to_tsvector('english', text), websearch_to_tsquery('english', $2))
+                     DESC, ordinal
+            """,
+            missing,
+            query.text,
+        )
+        return notes, {row["note_id"]: row["text"] for row in rows}
 
-def _best_per_note(rows: Sequence[Any]) -> dict[UUID, tuple[float, int]]:
-    best: dict[UUID, tuple[float, int]] = {}
-    for row in rows:
-        distance = float(row["d"])
-        current = best.get(row["note_id"])
-        if current is None or distance < current[0]:
-            best[row["note_id"]] = (distance, row["chunk_id"])
-    return best
+
+def _bm25_sql(condition: str | None, first: int | None = None) -> str:
+    """The lexical leg's statement. Parameters: $1 query text, $2 documents, $3 average
+    length, $4 k1, $5 b, $6 prefixes, $7 notes wanted, then those of ``condition`` (a
+    WHERE clause on ``note``; None: no note is read).
+
+    Terms are the query's lexemes plus the lexicon's words starting with each prefix
+    ("C" collation, so LIKE with a literal start is a btree range; LIKE's wildcards in the
+    prefix are escaped). Each term's document frequency is one count on the index. With
+    ``first``, only the ``first`` best notes by score are checked against ``condition``,
+    by primary key, and ``ranked`` says how many there were; without it, every matching
+    note is checked before ranking.
+    """
+    if condition is None:
+        source = "scored"
+    elif first is None:
+        source = f"scored JOIN note ON note.id = scored.note_id WHERE {condition}"
+    else:
+        source = f"""(
+            SELECT scored.*, count(*) OVER () AS ranked FROM scored
+            ORDER BY score DESC, note_id LIMIT {int(first)}
+        ) AS scored JOIN note ON note.id = scored.note_id WHERE {condition}"""  # noqa: S608
+    return rf"""
+        WITH terms AS (
+            SELECT DISTINCT t.lexeme COLLATE "C" AS lexeme
+            FROM unnest(to_tsvector('english', $1)) AS t
+            UNION
+            SELECT e.lexeme FROM unnest($6::text[]) AS p(prefix),
+            LATERAL (
+                SELECT lexeme FROM lex_term
+                WHERE lexeme LIKE replace(replace(p.prefix, '\', '\\'), '_', '\_') || '%'
+                ORDER BY lexeme LIMIT {_PREFIX_EXPANSIONS}
+            ) AS e
+        ),
+        weighted AS (
+            SELECT terms.lexeme, ln(1 + ($2::float8 - d.df + 0.5) / (d.df + 0.5)) AS idf
+            FROM terms, LATERAL (
+                SELECT count(*)::float8 AS df FROM lex_posting WHERE lexeme = terms.lexeme
+            ) AS d
+        ),
+        scored AS (
+            SELECT lp.note_id,
+                   sum(weighted.idf * lp.tf * ($4::float8 + 1)
+                       / (lp.tf + $4::float8 * (1 - $5::float8 + $5::float8 * lp.dl / $3::float8)))
+                   AS score
+            FROM weighted JOIN lex_posting lp ON lp.lexeme = weighted.lexeme
+            GROUP BY lp.note_id
+        )
+        SELECT scored.note_id, scored.score{", scored.ranked" if first else ""}
+        FROM {source}
+        ORDER BY scored.score DESC, scored.note_id
+        LIMIT $7::int
+    """  # noqa: S608 - fixed fragments; every value is a parameter
 
 
 def _note_filter(given: SearchFilter) -> NoteFilter:

@@ -76,3 +76,24 @@ async def test_default_memory_cannot_be_deleted(memory: str, memory_service: Mem
 
 async def test_shared_migrations_are_idempotent(db: Database) -> None:
     assert await Migrations().migrate_shared(db) == []
+
+
+async def test_transaction_settings_last_for_the_transaction_only(
+    memory: str, db: Database
+) -> None:
+    async with db.memory_transaction(memory, local={"hnsw.ef_search": 321}) as conn:
+        assert await conn.fetchval("SELECT current_setting('hnsw.ef_search')") == "321"
+    async with db.memory_transaction(memory) as conn:
+        assert await conn.fetchval("SELECT current_setting('hnsw.ef_search', true)") != "321"
+
+
+@pytest.mark.parametrize(
+    "local",
+    [{"hnsw.ef_search; drop table note": 1}, {"work_mem": "64MB"}, {"a.b.c": 1}, {"x": True}],
+)
+async def test_transaction_settings_refuse_anything_but_a_plain_name_and_an_integer(
+    memory: str, db: Database, local: dict[str, object]
+) -> None:
+    with pytest.raises(ValueError, match="not a setting"):
+        async with db.memory_transaction(memory, local=local):  # type: ignore[arg-type]
+            pass

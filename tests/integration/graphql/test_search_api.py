@@ -134,3 +134,24 @@ async def test_index_status_counts_notes_and_what_is_embedded(gql: GraphQLCall) 
     status = body["data"]["searchIndexStatus"]
     assert status["notes"] == 2
     assert status["embeddedChunks"] <= status["chunks"]
+
+
+async def test_a_search_records_its_read_check_and_read_scope_in_one_audit_commit(
+    gql: GraphQLCall, issuer: LocalIssuer, runtime: Runtime, memory: str, closed_memory: str
+) -> None:
+    user = f"auditee-{uuid.uuid4().hex[:8]}"
+    token = issuer.mint(user, groups=["platform-team"], roles=["editor"])
+    await _search(gql, "anything", mode="LEXICAL", token=token)
+    refused = await gql(SEARCH, {"q": "anything", "memories": [closed_memory]}, token=token)
+    assert error_codes(refused) == ["FORBIDDEN"]
+    async with runtime.db.connection() as conn:
+        rows = await conn.fetch(
+            "SELECT memory, decision, reason, xmin::text AS tx FROM public.rbac_audit_log "
+            "WHERE user_id = $1 ORDER BY segment, seq",
+            user,
+        )
+    allowed, scope, denied = rows
+    assert (allowed["memory"], allowed["decision"]) == (memory, "allow")
+    assert (scope["memory"], scope["reason"]) == (memory, "read_scope")
+    assert allowed["tx"] == scope["tx"]  # written by one statement, in one transaction
+    assert (denied["memory"], denied["decision"]) == (closed_memory, "deny")

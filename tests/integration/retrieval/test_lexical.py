@@ -121,6 +121,19 @@ async def test_filters_apply_before_ranking_so_the_top_k_is_never_starved(
     assert [h.note_id for h in outcome.hits] == [kept]
 
 
+async def test_a_filter_rejecting_every_best_candidate_still_finds_the_weaker_match(
+    write: Write, search: Search
+) -> None:
+    # The leg ranks the best 4 x 50 notes from the postings before checking the filter;
+    # when the filter rejects all of them, it must rank the filtered notes instead.
+    for i in range(4 * 50 + 10):
+        await write("", f"kubernetes kubernetes kubernetes item {i}", tags=["noise"])
+    kept = await write("", "kubernetes " + " ".join(f"word{i}" for i in range(40)))
+    outcome = await search("kubernetes", limit=1, filter=SearchFilter(excluded_tags=("noise",)))
+    assert [h.note_id for h in outcome.hits] == [kept]
+    assert outcome.hits[0].lexical_rank == 1
+
+
 async def test_tag_and_project_filters_and_an_unsatisfiable_one_returns_nothing(
     write: Write, search: Search
 ) -> None:
