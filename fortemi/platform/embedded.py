@@ -9,6 +9,7 @@ stopped by :meth:`EmbeddedServices.stop` (``serve`` calls it on Ctrl-C / SIGTERM
 from __future__ import annotations
 
 import logging
+import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,9 +17,63 @@ from typing import Any
 
 from fortemi.platform.settings import Settings
 
-__all__ = ["EmbeddedServices", "ServiceUrls"]
+__all__ = ["EmbeddedServices", "ServiceUrls", "postgres_tuning"]
 
 log = logging.getLogger(__name__)
+
+TUNING_FILE = "fortemi.conf"
+_INCLUDE = f"include_if_exists = '{TUNING_FILE}'"
+_MB = 2**20
+
+
+def postgres_tuning(memory_bytes: int) -> dict[str, str]:
+    """Settings for an embedded PostgreSQL sharing a machine with ``memory_bytes`` of RAM.
+
+    initdb's defaults (shared_buffers 128 MB) are sized for the smallest machine: at 100k
+    chunks the HNSW index alone is 200 MB, and every search walking it outside shared
+    buffers copies pages from the OS cache. These follow the usual rules of thumb (a
+    quarter of RAM for shared buffers, here capped at 1 GB because the app shares the
+    machine; half of RAM as the planner's cache estimate), plus JIT off: it only pays for
+    long analytic queries and can add tens of milliseconds to a search.
+    """
+    megabytes = memory_bytes // _MB
+    return {
+        "shared_buffers": f"{max(128, min(megabytes // 4, 1024))}MB",
+        "effective_cache_size": f"{max(512, megabytes // 2)}MB",
+        "maintenance_work_mem": f"{max(64, min(megabytes // 16, 1024))}MB",
+        "work_mem": "16MB",
+        "random_page_cost": "1.1",
+        "jit": "off",
+    }
+
+
+def _memory_bytes() -> int:
+    """Physical memory, or the cgroup's limit when it is lower (containers)."""
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+    except OSError:
+        return physical
+    return min(physical, int(limit)) if limit.isdigit() else physical
+
+
+def _configure(pgdata: Path, settings: dict[str, str]) -> bool:
+    """Write ``settings`` to the data directory's tuning file, included from
+    postgresql.conf; whether anything changed (a restart is then needed)."""
+    text = "# Written by Fortemi for the embedded server; edits are overwritten.\n" + "".join(
+        f"{name} = '{value}'\n" for name, value in settings.items()
+    )
+    tuning, main = pgdata / TUNING_FILE, pgdata / "postgresql.conf"
+    changed = False
+    if not tuning.exists() or tuning.read_text() != text:
+        tuning.write_text(text)
+        tuning.chmod(0o644)  # read by the server, which may run as another user
+        changed = True
+    if _INCLUDE not in main.read_text():
+        with main.open("a") as conf:
+            conf.write(f"\n{_INCLUDE}\n")
+        changed = True
+    return changed
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +113,15 @@ class EmbeddedServices:
             # Imported here: production deployments never start it.
             from pgserver.postgres_server import get_server
 
+            fresh = not (pgdata / "PG_VERSION").exists()
             self._postgres = get_server(pgdata, cleanup_mode="stop")
+            if _configure(pgdata, postgres_tuning(_memory_bytes())) and fresh:
+                # A server just made has no other user yet: restart it at once so the
+                # settings hold from the start. Otherwise (another process may share it)
+                # they apply when it next starts, after its last user has let go.
+                log.info("restarting the new embedded PostgreSQL with its tuning settings")
+                self._postgres.cleanup()
+                self._postgres = get_server(pgdata, cleanup_mode="stop")
         uri: str = self._postgres.get_uri()
         return uri
 

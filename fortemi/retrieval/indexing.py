@@ -60,21 +60,19 @@ class EmbeddingEnqueuer:
     async def enqueue(
         self, conn: Connection, memory: str, note_ids: Sequence[UUID]
     ) -> Sequence[Any]:
-        created: list[Job] = []
-        for note_id in dict.fromkeys(note_ids):
-            job, new = await self._jobs.enqueue(
-                conn,
-                JobSpec(
-                    type=EMBEDDING,
-                    memory=memory,
-                    payload={"note_id": str(note_id)},
-                    tier=self._tier,
-                    dedupe_key=f"{EMBEDDING}:{memory}:{note_id}",
-                ),
+        if not note_ids:
+            return []
+        specs = [
+            JobSpec(
+                type=EMBEDDING,
+                memory=memory,
+                payload={"note_id": str(note_id)},
+                tier=self._tier,
+                dedupe_key=f"{EMBEDDING}:{memory}:{note_id}",
             )
-            if new:
-                created.append(job)
-        return created
+            for note_id in dict.fromkeys(note_ids)
+        ]
+        return [job for job, new in await self._jobs.enqueue_many(conn, specs) if new]
 
     async def committed(self, pending: Sequence[Any]) -> None:
         jobs = [job for job in pending if isinstance(job, Job)]

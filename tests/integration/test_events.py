@@ -55,6 +55,19 @@ async def test_resuming_replays_in_order_and_a_trimmed_position_asks_for_resync(
         await _take(bus, ids[0], 1)
 
 
+async def test_a_batch_publish_appends_in_order_and_replays_like_single_ones(
+    client: redis.Redis,
+) -> None:
+    bus = EventBus(client, stream=_stream(), block_ms=100)
+    first = await bus.publish(_event(0))
+    ids = await bus.publish_many([_event(i) for i in range(1, 5)])
+    assert await bus.publish_many([]) == []
+    positions = [tuple(map(int, i.split("-"))) for i in [first, *ids]]
+    assert positions == sorted(set(positions))  # strictly increasing, first included
+    replayed = await _take(bus, first, 4)
+    assert [(e.id, e.entity_id) for e in replayed] == list(zip(ids, "1234", strict=True))
+
+
 async def _started(bus: EventBus, n: int) -> list[AsyncGenerator[Event, None]]:
     """``n`` live subscriptions whose reader is reading (a first event proves it)."""
     streams = [bus.subscribe() for _ in range(n)]

@@ -88,10 +88,11 @@ class JobEventPublisher:
     async def publish(
         self, jobs: Sequence[Job], type: str | None = None, *, actor: str | None = None
     ) -> None:
-        for job in jobs:
-            try:
-                await self._bus.publish(job_event(job, type, actor=actor))
-            except Unavailable:
-                # A notification, not the record: the job row has the truth.
-                log.warning("job event for %s not published: event bus unavailable", job.id)
-                return
+        try:
+            if len(jobs) == 1:
+                await self._bus.publish(job_event(jobs[0], type, actor=actor))
+            else:
+                await self._bus.publish_many([job_event(job, type, actor=actor) for job in jobs])
+        except Unavailable:
+            # A notification, not the record: the job rows have the truth.
+            log.warning("%d job event(s) not published: event bus unavailable", len(jobs))

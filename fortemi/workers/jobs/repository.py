@@ -15,6 +15,7 @@ translated here, once.
 from __future__ import annotations
 
 import builtins
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -54,6 +55,27 @@ RETURNING {_COLUMNS}
 """  # noqa: S608 - constants only
 
 _PENDING_BY_KEY = f"SELECT {_COLUMNS} FROM public.job WHERE dedupe_key = $1 AND status = 'pending'"  # noqa: S608
+
+# _INSERT for many jobs in one statement, in the order given (one clock reading for all).
+# A key held by a pending job, or by an earlier row of the same batch, is skipped.
+_INSERT_MANY = f"""
+INSERT INTO public.job (id, memory, type, tier, priority, payload, max_attempts, dedupe_key,
+                        requested_by, next_attempt_at, created_at, updated_at)
+SELECT j.id, j.memory, j.type, j.tier, j.priority, j.payload::jsonb, j.max_attempts,
+       j.dedupe_key, j.requested_by, t.at, t.at, t.at
+FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::smallint[], $6::text[],
+            $7::integer[], $8::text[], $9::text[])
+     WITH ORDINALITY AS j(id, memory, type, tier, priority, payload, max_attempts, dedupe_key,
+                          requested_by, n),
+     (SELECT clock_timestamp() AS at) AS t
+ORDER BY j.n
+ON CONFLICT (dedupe_key) WHERE status = 'pending' AND dedupe_key IS NOT NULL DO NOTHING
+RETURNING {_COLUMNS}
+"""  # noqa: S608 - constants only
+
+_PENDING_BY_KEYS = (
+    f"SELECT {_COLUMNS} FROM public.job WHERE dedupe_key = ANY($1::text[]) AND status = 'pending'"  # noqa: S608
+)
 
 _GET = f"SELECT {_COLUMNS} FROM public.job WHERE id = $1"  # noqa: S608
 
@@ -287,6 +309,27 @@ class JobRepository:
         except asyncpg.ForeignKeyViolationError as exc:
             raise NotFound(f"Memory {job.memory!r} does not exist", memory=job.memory) from exc
         return _job(row) if row else None
+
+    async def insert_many(self, conn: Connection, jobs: Sequence[JobInsert]) -> list[Job]:
+        """The jobs inserted, in order; a job whose dedupe key a pending job (or an earlier
+        one of ``jobs``) holds is left out."""
+        columns = list(zip(*(job.args() for job in jobs), strict=True))
+        columns[5] = tuple(json.dumps(payload) for payload in columns[5])
+        try:
+            rows = await conn.fetch(_INSERT_MANY, *(list(column) for column in columns))
+        except asyncpg.ForeignKeyViolationError as exc:
+            named = sorted({job.memory for job in jobs if job.memory is not None})
+            raise NotFound(
+                f"Memory {named[0]!r} does not exist"
+                if len(named) == 1
+                else f"One of the memories {', '.join(named)} does not exist",
+                memory=named[0] if len(named) == 1 else None,
+            ) from exc
+        return [_job(row) for row in rows]
+
+    async def pending_by_keys(self, conn: Connection, keys: Sequence[str]) -> dict[str, Job]:
+        rows = await conn.fetch(_PENDING_BY_KEYS, list(keys))
+        return {row["dedupe_key"]: _job(row) for row in rows}
 
     async def pending_by_key(self, conn: Connection, dedupe_key: str) -> Job | None:
         row = await conn.fetchrow(_PENDING_BY_KEY, dedupe_key)

@@ -143,6 +143,34 @@ class JobService:
             dedupe_key=row.dedupe_key,
         )
 
+    async def enqueue_many(
+        self, conn: Connection, specs: Sequence[JobSpec]
+    ) -> builtins.list[tuple[Job, bool]]:
+        """:meth:`enqueue` for many jobs in one statement (and one more for the keys held
+        already), in ``specs``' order. Two specs with one dedupe key get the same job."""
+        rows = [validate_spec(spec, self._registry, uuid4()) for spec in specs]
+        found: dict[UUID, tuple[Job, bool]] = {}  # row id → (job, created)
+        todo = rows
+        for _ in range(_DEDUPE_ROUNDS):
+            inserted = {job.id: job for job in await self._repo.insert_many(conn, todo)}
+            found.update({job_id: (job, True) for job_id, job in inserted.items()})
+            waiting = [row for row in todo if row.id not in inserted]
+            keys = [row.dedupe_key for row in waiting if row.dedupe_key is not None]
+            holders = await self._repo.pending_by_keys(conn, keys) if keys else {}
+            todo = []
+            for row in waiting:
+                holder = holders.get(row.dedupe_key or "")
+                if holder is not None:
+                    found[row.id] = (holder, False)
+                else:  # the job holding the key stopped being pending in between
+                    todo.append(row)
+            if not todo:
+                return [found[row.id] for row in rows]
+        raise Conflict(
+            "Jobs with this dedupe key are being claimed as fast as they are enqueued; retry",
+            dedupe_key=todo[0].dedupe_key,
+        )
+
     async def submit(self, spec: JobSpec) -> tuple[Job, bool]:
         """:meth:`enqueue` in a transaction of its own (announced, when created)."""
         async with self._db.shared_transaction() as conn:

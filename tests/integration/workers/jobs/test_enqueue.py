@@ -205,3 +205,39 @@ async def test_deleting_a_memory_deletes_its_jobs(jobs: JobService, jobs_db: Dat
     job, _ = await jobs.submit(spec(memory="jobs_doomed"))
     await memories.delete("jobs_doomed", confirm="jobs_doomed")
     assert await jobs.get(job.id) is None
+
+
+async def test_a_batch_enqueue_keeps_order_and_dedupes_against_pending_jobs_and_itself(
+    jobs: JobService, jobs_db: Database
+) -> None:
+    held, _ = await jobs.submit(spec(dedupe_key="batch:held"))
+    async with jobs_db.shared_transaction() as conn:
+        results = await jobs.enqueue_many(
+            conn,
+            [
+                spec(dedupe_key="batch:a", payload={"n": 1}),
+                spec(dedupe_key="batch:held"),
+                spec(payload={"n": 3}),
+                spec(dedupe_key="batch:a", payload={"n": 4}),
+                spec(dedupe_key="batch:b", priority=9),
+            ],
+        )
+    (a, a_new), (again, again_new), (plain, plain_new), (a2, a2_new), (b, b_new) = results
+    assert (a_new, again_new, plain_new, a2_new, b_new) == (True, False, True, False, True)
+    assert again == held
+    assert a2 == a
+    assert a.payload == {"n": 1}
+    assert (plain.payload, plain.dedupe_key) == ({"n": 3}, None)
+    assert (b.priority, b.tier) == (9, Tier.CPU)
+    assert await count(jobs_db) == 4
+    stored = await jobs.get(b.id)
+    assert stored == b
+
+
+async def test_a_batch_enqueue_for_an_unknown_memory_is_not_found_and_writes_nothing(
+    jobs: JobService, jobs_db: Database
+) -> None:
+    with pytest.raises(NotFound, match="no_such_memory"):
+        async with jobs_db.shared_transaction() as conn:
+            await jobs.enqueue_many(conn, [spec(memory="no_such_memory"), spec(memory=None)])
+    assert await count(jobs_db) == 0
