@@ -328,7 +328,7 @@ async def load(
 
     started = time.monotonic()
     schema = memory_schema(memory)
-    tables = ("note", "lex_posting", "lex_doc", "lex_term", "chunk", "chunk_embedding")
+    tables = ("note", "lex_posting", "lex_doc", "chunk", "chunk_embedding")
     async with db.connection() as conn:
         await conn.execute(f"VACUUM (ANALYZE) {', '.join(f'{schema}.{t}' for t in tables)}")
         sizes = await conn.fetch(

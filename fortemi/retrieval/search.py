@@ -562,9 +562,10 @@ def _bm25_sql(condition: str | None, first: int | None = None) -> str:
     length, $4 k1, $5 b, $6 prefixes, $7 notes wanted, then those of ``condition`` (a
     WHERE clause on ``note``; None: no note is read).
 
-    Terms are the query's lexemes plus the lexicon's words starting with each prefix
-    ("C" collation, so LIKE with a literal start is a btree range; LIKE's wildcards in the
-    prefix are escaped). Each term's document frequency is one count on the index. With
+    Terms are the query's lexemes plus the indexed words starting with each prefix, found
+    by skipping through lex_posting's primary key ("C" collation: a prefix is a key range)
+    one probe per distinct word, up to ``_PREFIX_EXPANSIONS`` of them. Each term's
+    document frequency is one count on the index. With
     ``first``, only the ``first`` best notes by score are checked against ``condition``,
     by primary key, and ``ranked`` says how many there were; without it, every matching
     note is checked before ranking.
@@ -585,9 +586,16 @@ def _bm25_sql(condition: str | None, first: int | None = None) -> str:
             UNION
             SELECT e.lexeme FROM unnest($6::text[]) AS p(prefix),
             LATERAL (
-                SELECT lexeme FROM lex_term
-                WHERE lexeme LIKE replace(replace(p.prefix, '\', '\\'), '_', '\_') || '%'
-                ORDER BY lexeme LIMIT {_PREFIX_EXPANSIONS}
+                WITH RECURSIVE walk (lexeme, n) AS (
+                    (SELECT lexeme, 1 FROM lex_posting
+                     WHERE lexeme >= p.prefix COLLATE "C" ORDER BY lexeme LIMIT 1)
+                    UNION ALL
+                    SELECT (SELECT lp.lexeme FROM lex_posting lp WHERE lp.lexeme > walk.lexeme
+                            ORDER BY lp.lexeme LIMIT 1), walk.n + 1
+                    FROM walk
+                    WHERE starts_with(walk.lexeme, p.prefix) AND walk.n < {_PREFIX_EXPANSIONS}
+                )
+                SELECT lexeme FROM walk WHERE starts_with(lexeme, p.prefix)
             ) AS e
         ),
         weighted AS (

@@ -164,6 +164,50 @@ async def test_deleted_notes_leave_the_index_and_restored_ones_return(
     assert [h.note_id for h in (await search("permanent")).hits] == [gone]
 
 
+async def _index_rows(db: Database, memory: str) -> tuple[set[tuple[str, UUID, int, int]], int]:
+    async with db.memory_transaction(memory) as conn:
+        postings = await conn.fetch("SELECT lexeme, note_id, tf, dl FROM lex_posting")
+        docs = await conn.fetchval("SELECT count(*) FROM lex_doc")
+    return {(r["lexeme"], r["note_id"], r["tf"], r["dl"]) for r in postings}, docs
+
+
+async def test_the_index_holds_exactly_the_live_notes_terms_through_every_change(
+    write: Write, notes: NoteService, db: Database, memory: str
+) -> None:
+    kept = await write("Kept", "alpha beta beta")
+    changed = await write("Changed", "gamma delta")
+    deleted = await write("Deleted", "epsilon")
+    purged = await write("Purged", "zeta eta")
+    removed_live = await write("Removed", "iota kappa")
+    await notes.update(memory, changed, NotePatch(content="delta theta theta"), actor="test")
+    await notes.delete(memory, deleted, actor="test")
+    await notes.delete(memory, purged, actor="test")
+    await notes.purge(memory, purged)
+    async with db.memory_transaction(memory) as conn:  # a live note deleted outright
+        await conn.execute("DELETE FROM note WHERE id = $1", removed_live)
+    await notes.delete(memory, kept, actor="test")
+    await notes.restore(memory, kept, actor="test")
+
+    expected: set[tuple[str, UUID, int, int]] = set()
+    for note_id, terms in (await _lexemes(db, memory)).items():
+        length = sum(terms.values())
+        expected |= {(lexeme, note_id, tf, length) for lexeme, tf in terms.items()}
+    postings, docs = await _index_rows(db, memory)
+    assert postings == expected
+    assert {note for _, note, _, _ in postings} == {kept, changed}
+    assert docs == 2
+
+
+async def test_a_prefix_expands_to_indexed_words_in_order_up_to_a_bound(
+    write: Write, search: Search
+) -> None:
+    words = [f"zq{i:02d}word" for i in range(30)]
+    ids = [await write("", word) for word in words]
+    await write("", "zqa unrelated")  # sorts after every zqNN word: beyond the bound
+    found = {h.note_id for h in (await search("zq*", limit=100)).hits}
+    assert found == set(ids[:20])  # the first 20 words in byte order
+
+
 @pytest.mark.parametrize("query", ["", "   ", "-only -exclusions", "x" * 1001])
 async def test_queries_with_nothing_to_look_for_are_refused(search: Search, query: str) -> None:
     with pytest.raises(BadUserInput):
