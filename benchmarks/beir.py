@@ -41,13 +41,11 @@ import asyncio
 import importlib.metadata
 import json
 import os
-import random
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -60,11 +58,11 @@ from benchmarks._common import (
     REPO,
     Latency,
     ServerProcess,
+    Stage,
     backing_services,
     bench_home,
     client_loop_factory,
     common_setup,
-    free_ports,
     ms,
     print_setup,
     server_options,
@@ -72,19 +70,11 @@ from benchmarks._common import (
     table,
 )
 from benchmarks._ir import Dataset, Document, evaluate, load_beir, rrf
-from benchmarks._server import bench_settings
-from benchmarks.crud import OPEN_POLICY
-from fortemi.auth.local_issuer import LocalIssuer
-from fortemi.auth.policy import DatabasePolicyProvider
-from fortemi.platform.database import Database
 from fortemi.platform.embedded import ServiceUrls
-from fortemi.platform.memories import MemoryService
-from fortemi.platform.migrations import Migrations
 from fortemi.platform.notes.validation import MAX_TITLE_CHARS
 
 __all__ = ["main"]
 
-ACTOR = "bench"
 DEPTH = 100  # hits asked for per query: Recall@100 needs them
 POLL = 0.5  # seconds between searchIndexStatus polls
 PROGRESS = 10.0  # seconds between progress lines
@@ -512,20 +502,9 @@ async def _run(
     args: argparse.Namespace, data: Dataset, home: Path, urls: ServiceUrls, embedded: bool
 ) -> None:
     setup = await common_setup(urls, embedded, home)
-    [port] = free_ports(1)
-    settings = bench_settings(home, port)
-    # Created before the server starts, so the two processes never race to create the key.
-    issuer = LocalIssuer.load_or_create(home, settings.issuer, settings.oidc_audience)
-    token = issuer.mint(ACTOR, roles=["editor"], ttl=timedelta(hours=12))
-    db = await Database.connect(urls.database, min_size=1, max_size=2)
-    migrations = Migrations()
-    await migrations.migrate_shared(db)
-    memories = MemoryService(db, migrations)
-    memory = f"bench_{int(time.time())}_{random.randrange(10**6)}"
-    await memories.create(memory, created_by=ACTOR)
-    await DatabasePolicyProvider(db).put(
-        "memory", memory, memory, {"version": 1, "memory": memory, **OPEN_POLICY}, actor=ACTOR
-    )
+    stage = await Stage.prepare(home, urls)
+    port, token, db, memories = stage.port, stage.token, stage.db, stage.memories
+    memory = await stage.open_memory()
     server = ServerProcess(
         "fortemi", port=port, home=home, urls=urls, loop=args.loop, http=args.http
     )

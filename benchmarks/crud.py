@@ -34,22 +34,22 @@ import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
 from benchmarks._client import Poster, describe, open_posters
 from benchmarks._common import (
+    ACTOR,
     HOST,
     Latency,
     ServerProcess,
+    Stage,
     backing_services,
     bench_home,
     client_loop_factory,
     client_option,
     common_setup,
-    free_ports,
     ms,
     print_setup,
     server_options,
@@ -57,25 +57,14 @@ from benchmarks._common import (
     table,
 )
 from benchmarks._notes import Payload, SqlNotes, payloads
-from benchmarks._server import bench_settings
-from fortemi.auth.local_issuer import LocalIssuer
-from fortemi.auth.policy import DatabasePolicyProvider
-from fortemi.platform.database import Database, memory_schema
+from fortemi.platform.database import memory_schema
 from fortemi.platform.embedded import ServiceUrls
 from fortemi.platform.ids import parse_note_id, to_global_id
-from fortemi.platform.memories import MemoryService
-from fortemi.platform.migrations import Migrations
 
 __all__ = ["main"]
 
 SEED_TARGET_MS = 100.0
 GOAL_MS = 10.0
-ACTOR = "bench"
-OPEN_POLICY = {
-    "access_level": "public",
-    "required_role": "viewer",
-    "actions": {"write": {"required_role": "editor"}, "delete": {"required_role": "editor"}},
-}
 
 _CREATE = (
     "mutation Create($input: CreateNoteInput!) { createNote(input: $input) "
@@ -211,23 +200,9 @@ def _ratio(graphql: Samples, sql: Samples) -> list[str]:
 
 async def _run(args: argparse.Namespace, home: Path, urls: ServiceUrls, embedded: bool) -> None:
     setup = await common_setup(urls, embedded, home)
-    [port] = free_ports(1)
-    settings = bench_settings(home, port)
-    # Created before the server starts, so the two processes never race to create the key.
-    issuer = LocalIssuer.load_or_create(home, settings.issuer, settings.oidc_audience)
-    token = issuer.mint(ACTOR, roles=["editor"], ttl=timedelta(hours=12))
-
-    db = await Database.connect(urls.database, min_size=1, max_size=2)
-    migrations = Migrations()
-    await migrations.migrate_shared(db)
-    memories = MemoryService(db, migrations)
-    memory = f"bench_{int(time.time())}_{random.randrange(10**6)}"
-    await memories.create(memory, created_by=ACTOR)
-    # Default deny: the memory needs a policy before anyone may use it. Editors write, as
-    # in a real deployment; every request then pays for its decision and its audit row.
-    await DatabasePolicyProvider(db).put(
-        "memory", memory, memory, {"version": 1, "memory": memory, **OPEN_POLICY}, actor=ACTOR
-    )
+    stage = await Stage.prepare(home, urls)
+    port, token, db, memories = stage.port, stage.token, stage.db, stage.memories
+    memory = await stage.open_memory()
     server = ServerProcess(
         "fortemi", port=port, home=home, urls=urls, loop=args.loop, http=args.http
     )

@@ -45,13 +45,12 @@ import importlib.metadata
 import json
 import math
 import os
-import random
 import time
 import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -63,14 +62,15 @@ from websockets.typing import Subprotocol
 
 from benchmarks._client import Poster, RawPoster
 from benchmarks._common import (
+    ACTOR,
     HOST,
     Latency,
     ServerProcess,
+    Stage,
     backing_services,
     bench_home,
     client_loop_factory,
     common_setup,
-    free_ports,
     ms,
     print_setup,
     server_options,
@@ -78,18 +78,10 @@ from benchmarks._common import (
     table,
 )
 from benchmarks._notes import payloads
-from benchmarks._server import bench_settings
-from benchmarks.crud import OPEN_POLICY
-from fortemi.auth.local_issuer import LocalIssuer
-from fortemi.auth.policy import DatabasePolicyProvider
-from fortemi.platform.database import Database
 from fortemi.platform.embedded import ServiceUrls
-from fortemi.platform.memories import MemoryService
-from fortemi.platform.migrations import Migrations
 
 __all__ = ["main"]
 
-ACTOR = "bench"
 PROBE_EVERY = 0.25  # seconds between probe events while waiting for subscriptions
 POLL = 0.02  # seconds between checks of a condition being waited for
 PROTOCOL = Subprotocol("graphql-transport-ws")
@@ -535,22 +527,9 @@ def _report(results: Sequence[Result], events: int) -> None:
 
 async def _run(args: argparse.Namespace, home: Path, urls: ServiceUrls, embedded: bool) -> None:
     setup = await common_setup(urls, embedded, home)
-    [port] = free_ports(1)
-    settings = bench_settings(home, port)
-    # Created before the server starts, so the two processes never race to create the key.
-    issuer = LocalIssuer.load_or_create(home, settings.issuer, settings.oidc_audience)
-    token = issuer.mint(ACTOR, roles=["editor"], ttl=timedelta(hours=12))
-
-    db = await Database.connect(urls.database, min_size=1, max_size=2)
-    migrations = Migrations()
-    await migrations.migrate_shared(db)
-    memories = MemoryService(db, migrations)
-    memory = f"bench_{int(time.time())}_{random.randrange(10**6)}"
-    await memories.create(memory, created_by=ACTOR)
-    # Default deny: the memory needs a policy before anyone may subscribe or write to it.
-    await DatabasePolicyProvider(db).put(
-        "memory", memory, memory, {"version": 1, "memory": memory, **OPEN_POLICY}, actor=ACTOR
-    )
+    stage = await Stage.prepare(home, urls)
+    port, token, db, memories = stage.port, stage.token, stage.db, stage.memories
+    memory = await stage.open_memory()
     # The child inherits this: the server must accept --per-connection subscriptions per socket.
     os.environ["FORTEMI_WS_MAX_SUBSCRIPTIONS"] = str(args.per_connection)
     server = ServerProcess(

@@ -45,7 +45,6 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -58,18 +57,17 @@ from benchmarks._common import (
     HOST,
     Latency,
     ServerProcess,
+    Stage,
     backing_services,
     bench_home,
     client_loop_factory,
     common_setup,
-    free_ports,
     ms,
     print_setup,
     server_options,
     serving,
     table,
 )
-from benchmarks._server import bench_settings
 from benchmarks._synthetic import (
     CHUNKS,
     FETCH,
@@ -85,25 +83,15 @@ from benchmarks._synthetic import (
     synthesize,
     vocabulary,
 )
-from fortemi.auth.local_issuer import LocalIssuer
-from fortemi.auth.policy import DatabasePolicyProvider
 from fortemi.inference import InferenceBackend, build_backend
 from fortemi.inference.local import default_model_dir
 from fortemi.platform.database import Database, memory_schema
 from fortemi.platform.embedded import ServiceUrls
 from fortemi.platform.ids import parse_note_id
-from fortemi.platform.memories import MemoryService
-from fortemi.platform.migrations import Migrations
 from fortemi.retrieval.sets import composition_for
 
 __all__ = ["main"]
 
-ACTOR = "bench"
-OPEN_POLICY = {
-    "access_level": "public",
-    "required_role": "viewer",
-    "actions": {"write": {"required_role": "editor"}, "delete": {"required_role": "editor"}},
-}
 RECALL_EFS = (40, 100, SERVER_EF, 200, 400)
 SEED_TARGETS_MS = {10_000: 200.0, 100_000: 500.0}
 GOAL_P95_MS, GOAL_AT, GOAL_RATIO, GOAL_RECALL = 25.0, 100_000, 1.5, 0.95
@@ -527,21 +515,15 @@ async def _pg_settings(db: Database) -> str:
 
 async def _run(args: argparse.Namespace, home: Path, urls: ServiceUrls, embedded: bool) -> None:
     setup = await common_setup(urls, embedded, home)
-    [port] = free_ports(1)
-    settings = bench_settings(home, port)
-    issuer = LocalIssuer.load_or_create(home, settings.issuer, settings.oidc_audience)
-    token = issuer.mint(ACTOR, roles=["editor"], ttl=timedelta(hours=12))
+    stage = await Stage.prepare(home, urls)
+    port, settings, token = stage.port, stage.settings, stage.token
+    db, memories = stage.db, stage.memories
     backend = build_backend(settings)  # what the server's runtime builds from the same settings
     model = await backend.embedding_model()
     composition = composition_for(model.name)
     model_dir = settings.local_embed_model_dir or default_model_dir()
     if model_dir is None:
         raise SystemExit("the local model is not installed (its vocabulary is the word list)")
-
-    db = await Database.connect(urls.database, min_size=1, max_size=2)
-    migrations = Migrations()
-    await migrations.migrate_shared(db)
-    memories = MemoryService(db, migrations)
     corpus = Corpus(vocabulary(model_dir), args.seed)
     largest = max(args.sizes)
     notes = corpus.notes(largest)
@@ -598,7 +580,6 @@ async def _run(args: argparse.Namespace, home: Path, urls: ServiceUrls, embedded
     # and then only when their generation counter moves.
     run = int(time.time())
     names = {size: f"bench_search_{size}_{run}_{random.randrange(10**6)}" for size in args.sizes}
-    policies = DatabasePolicyProvider(db)
     created: list[str] = []
     results: list[Result] = []
     server = ServerProcess(
@@ -606,10 +587,7 @@ async def _run(args: argparse.Namespace, home: Path, urls: ServiceUrls, embedded
     )
     try:
         for memory in names.values():
-            await memories.create(memory, created_by=ACTOR)
-            created.append(memory)
-            document = {"version": 1, "memory": memory, **OPEN_POLICY}
-            await policies.put("memory", memory, memory, document, actor=ACTOR)
+            created.append(await stage.open_memory(memory))
         async with serving(server):
             for size, memory in names.items():
                 print(f"loading {size:,} notes into {memory} ...", flush=True)

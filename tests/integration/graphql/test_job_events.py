@@ -2,32 +2,23 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from gql import Client, gql
 from gql.transport.exceptions import TransportQueryError
-from gql.transport.websockets import WebsocketsTransport
 
 from fortemi.auth.local_issuer import LocalIssuer
 from fortemi.runtime import Runtime
 from tests.integration.graphql.conftest import GraphQLCall, open_memory
+from tests.support.subscriptions import collect, ws_transport
 
 pytestmark = pytest.mark.live
 
 FEED = """subscription($job: ID, $types: [String!]) {
   jobEvents(jobId: $job, types: $types) { id type memory entityType entityId correlationId payload }
 }"""
-
-
-def _transport(live_server: str, token: str, memory: str) -> WebsocketsTransport:
-    return WebsocketsTransport(
-        url=f"ws://{live_server}/graphql",
-        init_payload={"authorization": f"Bearer {token}", "x-fortemi-memory": memory},
-        subprotocols=[WebsocketsTransport.GRAPHQLWS_SUBPROTOCOL],
-    )
 
 
 async def _purge_job(gql_call: GraphQLCall, memory: str | None = None) -> str:
@@ -42,43 +33,6 @@ async def _purge_job(gql_call: GraphQLCall, memory: str | None = None) -> str:
     assert "errors" not in body, body
     job_id: str = body["data"]["purgeNotes"]["id"]
     return job_id
-
-
-async def _collect(
-    live_server: str,
-    token: str,
-    memory: str,
-    variables: dict[str, Any],
-    provoke: Callable[[], Awaitable[None]],
-    enough: Callable[[list[dict[str, Any]]], bool],
-) -> list[dict[str, Any]]:
-    """Events of one subscription, provoking until ``enough(events)`` (bounded)."""
-    received: list[dict[str, Any]] = []
-    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    async with Client(transport=_transport(live_server, token, memory)) as session:
-        feed = gql(FEED)
-        feed.variable_values = variables
-
-        async def consume() -> None:
-            async for event in session.subscribe(feed):
-                await queue.put(event["jobEvents"])
-
-        consumer = asyncio.create_task(consume())
-        try:
-            for _ in range(20):
-                await provoke()
-                try:
-                    while True:
-                        received.append(await asyncio.wait_for(queue.get(), timeout=1))
-                        if enough(received):
-                            return received
-                except TimeoutError:
-                    if consumer.done():
-                        consumer.result()
-        finally:
-            consumer.cancel()
-            await asyncio.gather(consumer, return_exceptions=True)
-    raise AssertionError(f"not enough events arrived: {received}")
 
 
 async def test_a_jobs_subscribers_see_its_cancellation_and_retry_with_the_actor(
@@ -98,10 +52,9 @@ async def test_a_jobs_subscribers_see_its_cancellation_and_retry_with_the_actor(
         cancelled = not cancelled
 
     try:
-        events = await _collect(
-            live_server,
-            user_token,
-            memory,
+        events = await collect(
+            ws_transport(live_server, user_token, memory),
+            FEED,
             {"job": job_id},
             provoke,
             lambda got: {"job.cancelled", "job.retrying"} <= {e["type"] for e in got},
@@ -136,10 +89,9 @@ async def test_memory_wide_job_events_keep_to_the_memory_and_the_types_asked_for
         await gql("mutation($id: ID!) { cancelJob(id: $id) { status } }", {"id": job_id})
 
     try:
-        events = await _collect(
-            live_server,
-            user_token,
-            memory,
+        events = await collect(
+            ws_transport(live_server, user_token, memory),
+            FEED,
             {"types": ["job.cancelled"]},
             provoke,
             lambda got: len(got) >= 1,
@@ -159,7 +111,7 @@ async def test_memory_wide_job_events_keep_to_the_memory_and_the_types_asked_for
 async def _subscribe_error(
     live_server: str, token: str, memory: str, variables: dict[str, Any]
 ) -> dict[str, Any]:
-    async with Client(transport=_transport(live_server, token, memory)) as session:
+    async with Client(transport=ws_transport(live_server, token, memory)) as session:
         feed = gql(FEED)
         feed.variable_values = variables
         with pytest.raises(TransportQueryError) as raised:

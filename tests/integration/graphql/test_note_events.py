@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import httpx
 import pytest
 from gql import Client, gql
 from gql.transport.exceptions import TransportQueryError
-from gql.transport.websockets import WebsocketsTransport
 
 from fortemi.auth.local_issuer import LocalIssuer
+from tests.support.subscriptions import collect, ws_transport
 
 pytestmark = pytest.mark.live
 
 FEED = "subscription($after: String) { noteEvents(after: $after) { id type entityId payload } }"
-
-
-def _transport(live_server: str, token: str, memory: str) -> WebsocketsTransport:
-    return WebsocketsTransport(
-        url=f"ws://{live_server}/graphql",
-        init_payload={"authorization": f"Bearer {token}", "x-fortemi-memory": memory},
-        subprotocols=[WebsocketsTransport.GRAPHQLWS_SUBPROTOCOL],
-    )
 
 
 async def _create(http: httpx.AsyncClient, token: str, memory: str, **note: Any) -> str:
@@ -39,37 +30,6 @@ async def _create(http: httpx.AsyncClient, token: str, memory: str, **note: Any)
     return note_id
 
 
-async def _collect(
-    live_server: str, token: str, memory: str, after: str | None, provoke: Any, until: Any
-) -> list[dict[str, Any]]:
-    """Events of one subscription, provoking until ``until(events)`` holds (bounded)."""
-    received: list[dict[str, Any]] = []
-    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    async with Client(transport=_transport(live_server, token, memory)) as session:
-        feed = gql(FEED)
-        feed.variable_values = {"after": after}
-
-        async def consume() -> None:
-            async for event in session.subscribe(feed):
-                await queue.put(event["noteEvents"])
-
-        consumer = asyncio.create_task(consume())
-        try:
-            for _ in range(20):
-                await provoke()
-                try:
-                    while True:
-                        received.append(await asyncio.wait_for(queue.get(), timeout=1))
-                        if until(received):
-                            return received
-                except TimeoutError:
-                    continue
-        finally:
-            consumer.cancel()
-            await asyncio.gather(consumer, return_exceptions=True)
-    raise AssertionError(f"no matching event arrived: {received}")
-
-
 async def test_subscribers_get_readable_note_events_and_can_resume(
     live_server: str, issuer: LocalIssuer, user_token: str, memory: str
 ) -> None:
@@ -81,8 +41,8 @@ async def test_subscribers_get_readable_note_events_and_can_resume(
             await _create(http, dana, memory, title="poimen only", project="poimen")
             created.append(await _create(http, user_token, memory, title="open"))
 
-        first = await _collect(
-            live_server, user_token, memory, None, provoke, lambda events: bool(events)
+        first = await collect(
+            ws_transport(live_server, user_token, memory), FEED, {"after": None}, provoke, bool
         )
         # alice may not read poimen: its (earlier) event never reaches her.
         assert all(e["payload"]["project"] != "poimen" for e in first)
@@ -95,8 +55,12 @@ async def test_subscribers_get_readable_note_events_and_can_resume(
         async def nothing() -> None:
             return None
 
-        replayed = await _collect(
-            live_server, user_token, memory, first[-1]["id"], nothing, lambda events: bool(events)
+        replayed = await collect(
+            ws_transport(live_server, user_token, memory),
+            FEED,
+            {"after": first[-1]["id"]},
+            nothing,
+            bool,
         )
         assert replayed[0]["entityId"] == missed
 
@@ -104,7 +68,7 @@ async def test_subscribers_get_readable_note_events_and_can_resume(
 async def test_resuming_after_an_unknown_id_asks_for_a_resync(
     live_server: str, user_token: str, memory: str
 ) -> None:
-    async with Client(transport=_transport(live_server, user_token, memory)) as session:
+    async with Client(transport=ws_transport(live_server, user_token, memory)) as session:
         feed = gql(FEED)
         feed.variable_values = {"after": "not-an-id"}
         with pytest.raises(TransportQueryError) as raised:
