@@ -235,7 +235,7 @@ class SearchService:
                         hits = await self._complete(hits, query, conn)
         finally:
             if embedding is not None and not embedding.done():
-                embedding.cancel()
+                embedding.cancel()  # a leg failed first: the vector is not needed
         if len(scopes) > 1:
             hits, fusion = self._fuse(request, query, lexical_leg, semantic_leg, limit)
             hits = await self._complete(hits, query, None)
