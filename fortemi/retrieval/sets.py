@@ -141,6 +141,9 @@ class EmbeddingSets:
         self, conn: Connection, model: str, dimension: int, composition: DocumentComposition
     ) -> EmbeddingSet:
         """The set for (model, dimension, composition), created with its index if new."""
+        found = await self.find(conn, model, dimension, composition)
+        if found is not None:  # every embedding job asks: the usual answer is one read
+            return found
         name = set_name(model, dimension, composition)
         row = await conn.fetchrow(
             "INSERT INTO embedding_set (name, model, dimension, composition) "

@@ -164,6 +164,25 @@ async def test_deleted_notes_leave_the_index_and_restored_ones_return(
     assert [h.note_id for h in (await search("permanent")).hits] == [gone]
 
 
+async def test_starred_archived_and_date_filters_apply_before_ranking(
+    write: Write, search: Search, db: Database
+) -> None:
+    older = await write("", "aurora aurora aurora", starred=True)
+    boundary = await db.fetchval("SELECT clock_timestamp()")
+    newer = await write("", "aurora", archived=True)
+
+    async def found(**given: object) -> set[UUID]:
+        return {h.note_id for h in (await search("aurora", filter=SearchFilter(**given))).hits}
+
+    assert await found(starred=True) == {older}
+    assert await found(starred=False) == {newer}
+    assert await found(archived=True) == {newer}
+    assert await found(archived=False) == {older}
+    assert await found(created_after=boundary) == {newer}
+    assert await found(created_before=boundary) == {older}
+    assert await found(created_after=boundary, starred=True) == set()
+
+
 async def _index_rows(db: Database, memory: str) -> tuple[set[tuple[str, UUID, int, int]], int]:
     async with db.memory_transaction(memory) as conn:
         postings = await conn.fetch("SELECT lexeme, note_id, tf, dl FROM lex_posting")
