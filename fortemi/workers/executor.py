@@ -149,6 +149,7 @@ class JobExecutor:
             report_progress=lambda percent, message: self._progress(job, owner, percent, message),
             enqueue=self._enqueue,
             escalate=lambda reason: self._escalate(job, reason),
+            publish=lambda event: self._service.announce(job, event),
         )
 
         async def call() -> JobOutcome:

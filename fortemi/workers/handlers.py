@@ -3,7 +3,8 @@
 ``PurgeNote`` (tier cpu, priority 5): payload ``{"note_ids": ["<uuid>", ...]}`` in the
 job's memory. Each note is purged with :meth:`NoteService.purge`:
 
-* a soft-deleted note is removed for good;
+* a soft-deleted note is removed for good, and ``note.purged`` is published for it (the
+  same event ``purgeNote`` publishes, with the job's requester as actor);
 * a note already gone (purged by an earlier attempt or by someone else, or its memory
   deleted) counts as done, so a retried or duplicated run leaves the same state;
 * a note that is not deleted (restored since the purge was asked for) is skipped, not
@@ -21,7 +22,7 @@ from typing import Any
 from uuid import UUID
 
 from fortemi.platform.errors import Conflict, NotFound
-from fortemi.platform.notes import NoteService
+from fortemi.platform.notes import NoteService, note_event
 from fortemi.workers.jobs.models import HandlerContext, JobOutcome, JobType, Tier
 from fortemi.workers.jobs.registry import JobRegistry
 
@@ -55,9 +56,11 @@ def purge_note_type(notes: NoteService) -> JobType:
         reported = -1
         for done, note_id in enumerate(note_ids, start=1):
             try:
-                await notes.purge(memory, note_id)
+                note = await notes.purge(memory, note_id)
                 purged.append(str(note_id))
+                await context.publish(note_event("purged", memory, note, context.job.requested_by))
             except NotFound:
+                # Gone already: whoever purged it announced it.
                 purged.append(str(note_id))
             except Conflict as exc:
                 # Only "this note is not deleted" means skip; a concurrency conflict (the

@@ -32,8 +32,8 @@ from fortemi.graphql.notes.types import (
 )
 from fortemi.platform.errors import NotFound
 from fortemi.platform.events import Event
-from fortemi.platform.ids import from_global_id, parse_note_id, to_global_id
-from fortemi.platform.notes import UNSET, NoteFilter, UpsertOutcome
+from fortemi.platform.ids import from_global_id, parse_note_id
+from fortemi.platform.notes import UNSET, NoteFilter, UpsertOutcome, note_event
 from fortemi.platform.notes import Note as NoteModel
 
 __all__ = ["NoteMutation", "NoteQuery"]
@@ -52,15 +52,7 @@ def _owner(memory: str, note: NoteModel) -> Resource:
 
 
 def _changed(kind: str, memory: str, note: NoteModel, actor: str) -> Event:
-    """A note event; the payload carries the owner so subscribers can be filtered."""
-    return Event(
-        type=f"note.{kind}",
-        entity_type="note",
-        entity_id=to_global_id("Note", note.id),
-        memory=memory,
-        actor=actor,
-        payload={"version": note.version, "project": note.project, "skill": note.skill},
-    )
+    return note_event(kind, memory, note, actor)
 
 
 def _owned_by(note: NoteModel) -> tuple[str | None, str | None]:

@@ -105,7 +105,10 @@ class NoteVersion:
         )
 
 
-@strawberry.type(description="A unified diff between two versions of a note")
+@strawberry.type(
+    description="A unified diff between two versions of a note: one section per changed "
+    "field (title, content, format, tags one per line, metadata as sorted JSON)"
+)
 class NoteDiff:
     from_version: int
     to_version: int

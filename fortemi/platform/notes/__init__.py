@@ -1,5 +1,6 @@
 """Notes: text with history (immutable originals, a version per change) in a memory."""
 
+from fortemi.platform.notes.events import note_event
 from fortemi.platform.notes.models import (
     UNSET,
     ChangePolicy,
@@ -34,4 +35,5 @@ __all__ = [
     "Page",
     "UpsertOutcome",
     "UpsertResult",
+    "note_event",
 ]

@@ -10,6 +10,7 @@ the text a reader might want back, and refiling a note does not change its text.
 from __future__ import annotations
 
 import difflib
+import json
 from dataclasses import replace
 from decimal import Decimal
 from typing import Any
@@ -40,6 +41,8 @@ __all__ = [
 ]
 
 VERSIONED_FIELDS = ("title", "content", "format", "metadata", "tags")
+# The order of a diff's sections: the text first, then what describes it.
+VERSIONED_DIFF_ORDER = ("title", "content", "format", "tags", "metadata")
 _ATTRIBUTES = ("collection", "project", "skill", "starred", "archived")
 _ITEM_FIELDS = (
     "title", "content", "format", "metadata", "tags", "collection", "project", "skill",
@@ -166,18 +169,31 @@ def _section(old: str, new: str, old_label: str, new_label: str) -> tuple[list[s
     return out, additions, deletions
 
 
-def unified_diff(old: NoteVersion, new: NoteVersion) -> tuple[str, int, int]:
-    """A unified diff of title then content: (text, added lines, deleted lines).
+def _text_of(version: NoteVersion, name: str) -> str:
+    """A versioned field as the text its diff section compares: tags one per line,
+    metadata as indented JSON with sorted keys (so key order never shows as a change)."""
+    if name == "tags":
+        return "".join(f"{tag}\n" for tag in version.tags)
+    if name == "metadata":
+        return json.dumps(version.metadata, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    value: str = getattr(version, name)
+    return value
 
-    The title and the content are diffed as two files, ``vN/title`` and ``vN/content``,
-    so a title change never shifts the content's line numbers. Identical → ("", 0, 0).
+
+def unified_diff(old: NoteVersion, new: NoteVersion) -> tuple[str, int, int]:
+    """A unified diff of every versioned field: (text, added lines, deleted lines).
+
+    Each field is diffed as a file of its own (``vN/title``, ``vN/content``, ``vN/format``,
+    ``vN/tags``, ``vN/metadata``), in that order, so a title change never shifts the
+    content's line numbers and a version made by a change of tags or metadata alone
+    shows that change. Only sections that differ appear. Identical → ("", 0, 0).
     """
     text: list[str] = []
     additions = deletions = 0
-    for name in ("title", "content"):
+    for name in VERSIONED_DIFF_ORDER:
         lines, added, deleted = _section(
-            getattr(old, name),
-            getattr(new, name),
+            _text_of(old, name),
+            _text_of(new, name),
             f"v{old.version}/{name}",
             f"v{new.version}/{name}",
         )

@@ -192,7 +192,7 @@ class NoteDiff:
     note_id: UUID
     from_version: int
     to_version: int
-    unified: str  # unified diff of title and content, "" when identical
+    unified: str  # unified diff of every versioned field, "" when identical
     additions: int
     deletions: int
 

@@ -106,6 +106,10 @@ WHERE note.id = $1 AND note.deleted_at IS NULL
 RETURNING {_COLUMNS}
 """  # noqa: S608
 
+_PURGE = f"""
+DELETE FROM note WHERE id = $1 AND deleted_at IS NOT NULL RETURNING {_COLUMNS}
+"""  # noqa: S608
+
 _RESTORE = f"""
 UPDATE note SET deleted_at = NULL, updated_at = clock_timestamp(), updated_by = $2
 WHERE id = $1 AND deleted_at IS NOT NULL
@@ -307,12 +311,11 @@ class NoteRepository:
         row = await conn.fetchrow(_RESTORE, note_id, actor)
         return _note(row) if row else None
 
-    async def purge(self, conn: Connection, note_id: UUID) -> bool:
-        """Remove a soft-deleted note (its original and versions go by cascade)."""
-        purged = await conn.fetchval(
-            "DELETE FROM note WHERE id = $1 AND deleted_at IS NOT NULL RETURNING true", note_id
-        )
-        return bool(purged)
+    async def purge(self, conn: Connection, note_id: UUID) -> Note | None:
+        """Remove a soft-deleted note (its original and versions go by cascade); the note as
+        it was, or None when it is absent or not deleted."""
+        row = await conn.fetchrow(_PURGE, note_id)
+        return _note(row) if row else None
 
     async def versions(self, conn: Connection, note_id: UUID) -> list[NoteVersion]:
         return [_version(row) for row in await conn.fetch(_VERSIONS, note_id)]

@@ -350,12 +350,15 @@ class NoteService:
             raise _not_found(note_id)
         return note
 
-    async def purge(self, memory: str, note_id: UUID, *, owner: Owner | None = None) -> None:
-        """Remove a soft-deleted note with its original and versions, for good."""
+    async def purge(self, memory: str, note_id: UUID, *, owner: Owner | None = None) -> Note:
+        """Remove a soft-deleted note with its original and versions, for good; the note as
+        it was (for the ``note.purged`` event). NOT_FOUND if absent, CONFLICT if not deleted.
+        """
         async with self._db.memory_transaction(memory) as conn:
             await self._check_owner(conn, note_id, owner)
-            if await self._repo.purge(conn, note_id):
-                return
+            purged = await self._repo.purge(conn, note_id)
+            if purged is not None:
+                return purged
             exists = await self._repo.get(conn, note_id) is not None
         if not exists:
             raise _not_found(note_id)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from fortemi.platform.errors import Unavailable
@@ -96,3 +97,14 @@ class JobEventPublisher:
         except Unavailable:
             # A notification, not the record: the job rows have the truth.
             log.warning("%d job event(s) not published: event bus unavailable", len(jobs))
+
+    async def announce(self, job: Job, event: Event) -> None:
+        """Publish a domain event a handler of ``job`` reports, under the job's correlation
+        id (its origin's, for an escalated job), so it reads as part of the same chain."""
+        correlation_id = job_event(job).correlation_id
+        try:
+            await self._bus.publish(replace(event, correlation_id=correlation_id))
+        except Unavailable:
+            log.warning(
+                "event %s from job %s not published: event bus unavailable", event.type, job.id
+            )

@@ -14,6 +14,8 @@ from enum import StrEnum
 from typing import Any
 from uuid import UUID
 
+from fortemi.platform.events import Event
+
 __all__ = [
     "NEXT_TIER",
     "FailureClass",
@@ -129,7 +131,11 @@ class JobOutcome:
 @dataclass
 class HandlerContext:
     """What a running handler may do besides its work: report progress (which also
-    renews its lease), enqueue follow-up jobs, and escalate.
+    renews its lease), enqueue follow-up jobs, escalate, and announce what it changed.
+
+    ``publish`` puts a domain event (``note.purged``, ...) on the event bus with the job's
+    correlation id, after the change it reports has committed; like every event it is a
+    notification, never raised on: a failed publish is logged and the job goes on.
 
     Escalation is how a handler that got too little from its tier (a small model's
     answer too poor, a context too long) hands the same logical job one tier up, instead
@@ -144,6 +150,7 @@ class HandlerContext:
     report_progress: Callable[[int, str | None], Awaitable[None]]
     enqueue: Callable[[JobSpec], Awaitable[Job]]
     escalate: Callable[[str], Awaitable[Job]]
+    publish: Callable[[Event], Awaitable[None]]
 
 
 Handler = Callable[[HandlerContext], Awaitable[JobOutcome]]

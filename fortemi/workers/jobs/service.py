@@ -37,6 +37,7 @@ from uuid import UUID, uuid4
 
 from fortemi.platform.database import Connection, Database
 from fortemi.platform.errors import Conflict, NotFound
+from fortemi.platform.events import Event
 from fortemi.workers.jobs.backoff import Backoff
 from fortemi.workers.jobs.cursor import decode_cursor, encode_cursor
 from fortemi.workers.jobs.events import JobEventPublisher
@@ -386,6 +387,12 @@ class JobService:
         """The pauses in force, the global one (memory None) first."""
         async with self._db.shared_transaction() as conn:
             return await self._repo.pauses(conn)
+
+    async def announce(self, job: Job, event: Event) -> None:
+        """Publish ``event``, which a handler of ``job`` reports (see
+        :attr:`HandlerContext.publish`); never raises."""
+        if self._events is not None:
+            await self._events.announce(job, event)
 
     async def _announce(
         self, jobs: Sequence[Job], type: str | None = None, *, actor: str | None = None

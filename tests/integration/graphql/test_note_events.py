@@ -30,7 +30,7 @@ async def _create(http: httpx.AsyncClient, token: str, memory: str, **note: Any)
     return note_id
 
 
-async def test_subscribers_get_readable_note_events_and_can_resume(
+async def test_subscribers_get_readable_note_events_with_their_titles_and_can_resume(
     live_server: str, issuer: LocalIssuer, user_token: str, memory: str
 ) -> None:
     dana = issuer.mint("dana", groups=["platform-team"], roles=["editor"])
@@ -48,6 +48,7 @@ async def test_subscribers_get_readable_note_events_and_can_resume(
         assert all(e["payload"]["project"] != "poimen" for e in first)
         assert first[-1]["type"] == "note.created"
         assert first[-1]["entityId"] in created
+        assert first[-1]["payload"]["title"] == "open"
 
         # Missed while away: resuming after the last id seen replays it first.
         missed = await _create(http, user_token, memory, title="while away")

@@ -12,6 +12,7 @@ import pytest
 
 from fortemi.inference import LocalEmbeddingBackend
 from fortemi.platform.database import Database
+from fortemi.platform.events import Event
 from fortemi.platform.notes import NoteDraft, NoteService
 from fortemi.retrieval.indexing import EMBEDDING, Chunking, embedding_job_type
 from fortemi.retrieval.search import Scope, SearchOutcome, SearchRequest, SearchService
@@ -90,7 +91,12 @@ def index(db: Database, local_backend: LocalEmbeddingBackend, memory: str) -> In
         async def refuse(*_: Any) -> Job:
             raise AssertionError("the Embedding job enqueues nothing")
 
-        context = HandlerContext(job=job, report_progress=progress, enqueue=refuse, escalate=refuse)
+        async def no_events(event: Event) -> None:
+            raise AssertionError("the Embedding job publishes no domain event")
+
+        context = HandlerContext(
+            job=job, report_progress=progress, enqueue=refuse, escalate=refuse, publish=no_events
+        )
         return await job_type.handler(context)
 
     return run

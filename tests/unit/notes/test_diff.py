@@ -24,15 +24,23 @@ from fortemi.platform.notes.models import (
 )
 
 
-def _version(number: int, title: str, content: str) -> NoteVersion:
+def _version(
+    number: int,
+    title: str,
+    content: str,
+    *,
+    tags: tuple[str, ...] = (),
+    metadata: dict[str, object] | None = None,
+    format: str = "markdown",
+) -> NoteVersion:
     return NoteVersion(
         note_id=UUID(int=1),
         version=number,
         title=title,
         content=content,
-        format="markdown",
-        metadata={},
-        tags=(),
+        format=format,
+        metadata=metadata or {},
+        tags=tags,
         content_hash="",
         created_at=datetime(2024, 1, 1, tzinfo=UTC),
         created_by=None,
@@ -127,3 +135,36 @@ def test_unified_diff_splits_lines_only_at_newline() -> None:
     text, added, deleted = unified_diff(_version(1, "t", "a\rb\n"), _version(2, "t", "a\rc\n"))
     assert (added, deleted) == (1, 1)
     assert "-a\rb\n" in text
+
+
+def test_unified_diff_shows_a_version_made_by_a_change_of_tags_alone() -> None:
+    text, added, deleted = unified_diff(
+        _version(1, "t", "same\n", tags=("a", "b")), _version(2, "t", "same\n", tags=("a", "c"))
+    )
+    assert text == "--- v1/tags\n+++ v2/tags\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n"
+    assert (added, deleted) == (1, 1)
+
+
+def test_unified_diff_shows_metadata_changes_and_ignores_key_order() -> None:
+    old = _version(1, "t", "x", metadata={"b": 1, "a": [1, 2]})
+    reordered = _version(2, "t", "x", metadata={"a": [1, 2], "b": 1})
+    assert unified_diff(old, reordered) == ("", 0, 0)
+    text, added, deleted = unified_diff(old, _version(3, "t", "x", metadata={"a": [1, 2], "b": 2}))
+    assert text.startswith("--- v1/metadata\n+++ v3/metadata\n")
+    assert '-  "b": 1\n+  "b": 2\n' in text
+    assert (added, deleted) == (1, 1)
+
+
+def test_unified_diff_sections_follow_title_content_format_tags_metadata() -> None:
+    text, _, _ = unified_diff(
+        _version(1, "old", "a\n", tags=("x",), metadata={"k": 1}, format="markdown"),
+        _version(2, "new", "b\n", tags=("y",), metadata={"k": 2}, format="plain"),
+    )
+    headers = [line for line in text.splitlines() if line.startswith("--- ")]
+    assert headers == [
+        "--- v1/title",
+        "--- v1/content",
+        "--- v1/format",
+        "--- v1/tags",
+        "--- v1/metadata",
+    ]

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from uuid import UUID, uuid4
 
 import pytest
+import redis.asyncio as redis
 
 from fortemi.platform.database import Database
+from fortemi.platform.embedded import ServiceUrls
+from fortemi.platform.events import Event, EventBus
+from fortemi.platform.ids import to_global_id
 from fortemi.platform.notes import NoteDraft, NoteService
 from fortemi.workers.handlers import PURGE_NOTE
 from fortemi.workers.jobs.models import FailureClass, JobStatus
@@ -21,8 +27,18 @@ def notes(runtime_db: Database) -> NoteService:
     )
 
 
-async def _note(notes: NoteService, memory: str, *, deleted: bool) -> UUID:
-    note = await notes.create(memory, NoteDraft(title="t", content="c"), actor="test")
+@pytest.fixture
+async def bus(service_urls: ServiceUrls) -> AsyncIterator[EventBus]:
+    client = redis.Redis.from_url(service_urls.redis)
+    yield EventBus(client, block_ms=100)
+    await client.aclose()
+
+
+async def _note(
+    notes: NoteService, memory: str, *, deleted: bool, title: str = "t", project: str | None = None
+) -> UUID:
+    draft = NoteDraft(title=title, content="c", project=project)
+    note = await notes.create(memory, draft, actor="test")
     if deleted:
         await notes.delete(memory, note.id, actor="test")
     return note.id
@@ -92,3 +108,56 @@ async def test_purge_note_job_without_a_memory_fails_for_good(jobs: Jobs, pools:
 
     failed = await jobs.reach(job.id, JobStatus.FAILED)
     assert failed.failure_code == "memory_required"
+
+
+async def _note_events(bus: EventBus, after: str, count: int) -> list[Event]:
+    seen: list[Event] = []
+    stream = bus.subscribe(after=after)
+    try:
+        async with asyncio.timeout(30):
+            async for event in stream:
+                if event.entity_type == "note":
+                    seen.append(event)
+                    if len(seen) == count:
+                        return seen
+    except TimeoutError:
+        pytest.fail(f"{count} note events expected within 30 s; saw {[e.type for e in seen]}")
+    finally:
+        await stream.aclose()
+    raise AssertionError("the event stream ended")
+
+
+async def test_purge_note_job_announces_note_purged_for_each_note_it_removes(
+    jobs: Jobs,
+    pools: Pools,
+    notes: NoteService,
+    runtime_memory: str,
+    bus: EventBus,
+    service_urls: ServiceUrls,
+) -> None:
+    first = await _note(notes, runtime_memory, deleted=True, title="Alpha", project="p1")
+    second = await _note(notes, runtime_memory, deleted=True, title="Beta")
+    live = await _note(notes, runtime_memory, deleted=False)
+    await pools.start(redis_url=service_urls.redis)
+    mark = await bus.publish(Event(type="test.mark", entity_type="test", entity_id="mark"))
+
+    job = await jobs.submit(
+        PURGE_NOTE,
+        memory=runtime_memory,
+        payload={"note_ids": [str(first), str(live), str(uuid4()), str(second)]},
+        requested_by="carol",
+    )
+
+    events = await _note_events(bus, mark, 2)
+    await jobs.reach(job.id, JobStatus.COMPLETED)
+    assert [(e.type, e.entity_id) for e in events] == [
+        ("note.purged", to_global_id("Note", first)),
+        ("note.purged", to_global_id("Note", second)),
+    ]
+    assert [(e.payload["title"], e.payload["project"]) for e in events] == [
+        ("Alpha", "p1"),
+        ("Beta", None),
+    ]
+    assert {(e.memory, e.actor, e.correlation_id) for e in events} == {
+        (runtime_memory, "carol", to_global_id("Job", job.id))
+    }
