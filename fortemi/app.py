@@ -13,6 +13,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from fortemi.graphql.schema import build_schema
 from fortemi.graphql.view import GraphQLView
+from fortemi.http_metrics import RequestMetrics, metrics_endpoint
 from fortemi.runtime import Runtime
 
 __all__ = ["BodySizeLimit", "create_app"]
@@ -96,6 +97,7 @@ def create_app(runtime: Runtime) -> Starlette:
     routes: list[BaseRoute] = [
         Route("/healthz", healthz),
         Route("/readyz", readyz),
+        Route("/metrics", metrics_endpoint(runtime)),
         Route("/graphql", graphql),
         WebSocketRoute("/graphql", graphql),
     ]
@@ -103,5 +105,8 @@ def create_app(runtime: Runtime) -> Starlette:
         routes.extend(runtime.issuer.routes())
     return Starlette(
         routes=routes,
-        middleware=[Middleware(BodySizeLimit, limit=runtime.settings.max_request_bytes)],
+        middleware=[
+            Middleware(RequestMetrics),
+            Middleware(BodySizeLimit, limit=runtime.settings.max_request_bytes),
+        ],
     )

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from fortemi.platform.logs import configure_logging
 from fortemi.platform.settings import Settings
 
 __all__ = ["main"]
@@ -36,14 +37,8 @@ def _settings(**overrides: Any) -> Settings:
         raise SystemExit(f"fortemi: invalid configuration:\n{exc}") from None
 
 
-def _logging(level: str) -> None:
-    logging.basicConfig(
-        level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    # pgserver logs every initdb/pg_ctl command line and its output at INFO.
-    logging.getLogger("pgserver").setLevel(
-        max(logging.WARNING, logging.getLevelName(level.upper()))
-    )
+def _logging(settings: Settings) -> None:
+    configure_logging(settings.log_level, settings.log_format)
 
 
 # -- serve ------------------------------------------------------------------------------------
@@ -53,7 +48,7 @@ def _serve(args: argparse.Namespace) -> int:
     from fortemi.platform.embedded import EmbeddedServices
 
     settings = _settings(host=args.host, port=args.port)
-    _logging(settings.log_level)
+    _logging(settings)
     # Uvicorn restores the previous handlers after its graceful shutdown and re-raises the
     # signal; with these in place that lands as _Stop in our code, not as a hard exit.
     signal.signal(signal.SIGINT, _raise_stop)
@@ -113,6 +108,8 @@ async def _serve_async(settings: Settings, urls: Any, *, workers: bool) -> None:
             port=settings.port,
             lifespan="off",
             log_level=settings.log_level.lower(),
+            # uvicorn's loggers propagate to ours, so its lines share our format.
+            log_config=None,
             server_header=False,
         )
         server = uvicorn.Server(config)
@@ -159,9 +156,20 @@ def _worker(args: argparse.Namespace) -> int:
     from fortemi.workers.pool import run_worker_process
 
     settings = _settings()
-    _logging(settings.log_level)
+    _logging(settings)
     tiers = [Tier(tier) for tier in (args.tier or [t.value for t in Tier])]
-    return run_worker_process(settings, tiers, args.threads or settings.worker_threads)
+    if args.metrics_port is None:
+        return run_worker_process(settings, tiers, args.threads or settings.worker_threads)
+    from prometheus_client import start_http_server
+
+    # This process's job runs (fortemi_job_run_*) for a scraper; live job counts come from
+    # the API's /metrics, which reads them from PostgreSQL.
+    server, thread = start_http_server(args.metrics_port, addr=settings.host)
+    try:
+        return run_worker_process(settings, tiers, args.threads or settings.worker_threads)
+    finally:
+        server.shutdown()
+        thread.join()
 
 
 # -- token ------------------------------------------------------------------------------------
@@ -204,7 +212,7 @@ def _migrate(args: argparse.Namespace) -> int:
     from fortemi.platform.embedded import EmbeddedServices
 
     settings = _settings()
-    _logging(settings.log_level)
+    _logging(settings)
     services = EmbeddedServices(settings.home)
     try:
         urls = services.start(settings)
@@ -317,6 +325,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="a tier to run (repeatable; default all)",
     )
     worker.add_argument("--threads", type=int, help="job threads (FORTEMI_WORKER_THREADS)")
+    worker.add_argument(
+        "--metrics-port",
+        type=int,
+        help="serve this worker's metrics on FORTEMI_HOST at this port (/metrics)",
+    )
     worker.set_defaults(run=_worker)
 
     token = commands.add_parser("token", help="mint an access token from the local issuer")

@@ -29,6 +29,7 @@ from fortemi.graphql.errors import render_errors
 from fortemi.graphql.events import EventSubscription
 from fortemi.graphql.jobs import JobMutation, JobQuery
 from fortemi.graphql.memories import MemoryMutation, MemoryQuery
+from fortemi.graphql.metrics import OperationMetrics, count_errors
 from fortemi.graphql.notes import NoteMutation, NoteQuery
 from fortemi.graphql.notes.types import Note
 from fortemi.graphql.policies import PolicyMutation, PolicyQuery
@@ -91,8 +92,9 @@ class FortemiSchema(strawberry.Schema):
         return None
 
     async def execute(self, *args: Any, **kwargs: Any) -> ExecutionResult:
-        result = await super().execute(*args, **kwargs)
-        return render_errors(result, kwargs.get("context_value"))  # type: ignore[no-any-return]
+        result = render_errors(await super().execute(*args, **kwargs), kwargs.get("context_value"))
+        count_errors(result)
+        return result  # type: ignore[no-any-return]
 
     async def stream(self, *args: Any, **kwargs: Any) -> Any:
         source = await super().stream(*args, **kwargs)
@@ -101,7 +103,9 @@ class FortemiSchema(strawberry.Schema):
         async def rendered() -> AsyncIterator[Any]:
             async with aclosing(source):
                 async for result in source:
-                    yield render_errors(result, context)
+                    rendered = render_errors(result, context)
+                    count_errors(rendered)
+                    yield rendered
 
         return rendered()
 
@@ -117,6 +121,7 @@ def build_schema(settings: Settings) -> strawberry.Schema:
     # Factories, not instances: strawberry builds fresh extensions per operation. The caches
     # are shared across instances (keyed by size) and bounded.
     extensions: list[Callable[[], SchemaExtension]] = [
+        OperationMetrics,
         # The token limit bounds the parser's work; depth and aliases are checked in
         # validation, before any resolver runs.
         partial(MaxTokensLimiter, max_token_count=settings.max_query_tokens),

@@ -29,6 +29,7 @@ from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from fortemi.auth.principal import Principal
 from fortemi.auth.tokens import bearer_token
 from fortemi.graphql.context import Context
+from fortemi.platform import logs
 from fortemi.platform.errors import Unauthenticated
 
 if TYPE_CHECKING:
@@ -86,6 +87,7 @@ class GraphQLView(GraphQL[Context, None]):
         if scope["type"] == "http" and scope["method"] == "POST":
             request = Request(scope)
             request_id = _request_id(request.headers)
+            logs.request_id.set(request_id)
             try:
                 principal = await self.runtime.tokens.validate(
                     bearer_token(request.headers.get("authorization"))
@@ -112,6 +114,7 @@ class GraphQLView(GraphQL[Context, None]):
     async def get_context(self, request: Request | WebSocket, response: Any) -> Context:
         principal: Principal | None = getattr(request.state, "principal", None)
         request_id = getattr(request.state, "request_id", None) or _request_id(request.headers)
+        logs.request_id.set(request_id)
         return Context(
             runtime=self.runtime,
             request=request,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipaddress
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import platformdirs
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
@@ -50,6 +50,13 @@ class Settings(BaseSettings):
         description="Base URL clients use; the local issuer's identifier. Default http://HOST:PORT",
     )
     log_level: str = "INFO"
+    log_format: Literal["text", "json"] = Field(
+        default="text", description="Log lines as text, or one JSON object per line"
+    )
+    metrics_token: SecretStr | None = Field(
+        default=None,
+        description="Bearer token GET /metrics requires; unset: /metrics answers loopback only",
+    )
 
     # -- backing services (standard names, no prefix) ------------------------------------
     database_url: SecretStr | None = Field(default=None, validation_alias=_alias("DATABASE_URL"))

@@ -17,10 +17,12 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from uuid import UUID
 
+from fortemi.platform.metrics import JOB_SECONDS, JOBS_FINISHED
 from fortemi.workers.dispatch import JobDispatcher, dispatch
 from fortemi.workers.jobs.models import (
     NEXT_TIER,
@@ -155,6 +157,7 @@ class JobExecutor:
         async def call() -> JobOutcome:
             return await job_type.handler(context)
 
+        started = time.monotonic()
         handler = asyncio.create_task(call(), name=f"job-{job.id}")
         self._running[job.id] = handler
         lease_lost = asyncio.Event()
@@ -180,7 +183,12 @@ class JobExecutor:
             self._shutdown_cancelled.discard(job.id)
         if outcome is None:
             return await self._release(job, owner)
-        return await self._finish(job, owner, outcome)
+        finished = await self._finish(job, owner, outcome)
+        if finished is not None:
+            labels = (job.tier.value, job_type.name, finished.status.value)
+            JOBS_FINISHED.labels(*labels).inc()
+            JOB_SECONDS.labels(*labels).observe(time.monotonic() - started)
+        return finished
 
     def drain(self, grace_seconds: float) -> None:
         """Stop claiming; cancel handlers still running after ``grace_seconds``.

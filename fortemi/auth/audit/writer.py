@@ -39,6 +39,7 @@ from fortemi.auth.audit.chain import chain_hash, genesis_hash, stored_form
 from fortemi.auth.audit.models import AuditEntry, AuditRecord
 from fortemi.platform.database import Database
 from fortemi.platform.errors import Unavailable
+from fortemi.platform.metrics import AUDIT_WRITE_SECONDS
 
 __all__ = ["REFUSED", "AuditWriter", "OnCommitted", "default_segment"]
 
@@ -234,7 +235,8 @@ class AuditWriter:
     async def _commit(self, batch: list[_Call]) -> None:
         records = [record for call in batch for record in call.records]
         try:
-            entries = await self._insert(records)
+            with AUDIT_WRITE_SECONDS.time():
+                entries = await self._insert(records)
         except BaseException as exc:
             # Whatever went wrong, the head is no longer known for sure: re-read it later.
             self._head = None

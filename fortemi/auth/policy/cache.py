@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 from redis.exceptions import RedisError
@@ -25,6 +26,7 @@ from redis.exceptions import RedisError
 from fortemi.auth.policy.policyset import PolicySet
 from fortemi.auth.policy.providers import PolicyProvider
 from fortemi.platform.errors import Unavailable
+from fortemi.platform.metrics import POLICY_RELOADS
 
 __all__ = ["GENERATION_KEY", "GenerationCounter", "RedisCachedPolicyProvider"]
 
@@ -90,7 +92,8 @@ class RedisCachedPolicyProvider:
             self._seen = _generation(generation)
         else:
             self._announce_pending = True
-        return await self.inner.reload()
+        with _counted("changed_here"):
+            return await self.inner.reload()
 
     async def _check(self) -> None:
         # Set before awaiting, so concurrent requests do not all ask Redis at once.
@@ -114,7 +117,8 @@ class RedisCachedPolicyProvider:
         if generation == self._seen:
             return
         try:
-            await self.inner.reload()
+            with _counted("changed_elsewhere"):
+                await self.inner.reload()
         except Unavailable as exc:
             log.warning("policy reload failed (%s); the previous set stays in force", exc)
             return  # ``_seen`` unchanged: the next check tries again
@@ -136,6 +140,17 @@ class RedisCachedPolicyProvider:
             log.info("Redis reachable again; policy change checks resume")
         self._redis_up = True
         return True, result
+
+
+@contextmanager
+def _counted(trigger: str) -> Iterator[None]:
+    """Count a reload by its trigger and outcome in ``fortemi_policy_reloads_total``."""
+    try:
+        yield
+    except BaseException:
+        POLICY_RELOADS.labels(trigger, "error").inc()
+        raise
+    POLICY_RELOADS.labels(trigger, "ok").inc()
 
 
 def _generation(raw: object) -> str | None:

@@ -27,6 +27,7 @@ from fortemi.auth.policy.database_provider import DatabasePolicyProvider
 from fortemi.auth.policy.loader import DirectoryContents, load_policy_directory
 from fortemi.auth.policy.model import Defaults
 from fortemi.auth.policy.policyset import PolicySet
+from fortemi.platform.metrics import POLICY_RELOADS
 
 __all__ = ["CompositePolicyProvider", "FilePolicyProvider", "PolicyProvider"]
 
@@ -120,8 +121,10 @@ class FilePolicyProvider:
         try:
             policies = await self.reload()
         except Exception:
+            POLICY_RELOADS.labels("file_change", "error").inc()
             log.exception("policy reload failed; the previous set stays in force")
             return
+        POLICY_RELOADS.labels("file_change", "ok").inc()
         if on_reload is not None:
             on_reload(policies)
 

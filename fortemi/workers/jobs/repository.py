@@ -29,7 +29,7 @@ from fortemi.platform.errors import Conflict, NotFound
 from fortemi.platform.sql import Where
 from fortemi.workers.jobs.models import FailureClass, Job, JobStatus, Tier
 
-__all__ = ["JobInsert", "JobPause", "JobRepository", "ListQuery", "StatsRow"]
+__all__ = ["JobInsert", "JobPause", "JobRepository", "ListQuery", "LiveRow", "StatsRow"]
 
 _FIELDS = (
     "id", "memory", "type", "tier", "priority", "status", "payload", "attempts",
@@ -202,6 +202,13 @@ SELECT status, tier, count(*) AS n, min(created_at) AS oldest
 FROM public.job GROUP BY status, tier
 """
 
+# Only live jobs: the partial indexes on pending and running jobs keep this cheap however
+# long the history of finished jobs grows.
+_LIVE = """
+SELECT type, tier, status, count(*) AS n FROM public.job
+WHERE status IN ('pending', 'running') GROUP BY type, tier, status
+"""
+
 _PAUSE = """
 INSERT INTO public.job_pause (memory, paused_by) VALUES ($1, $2)
 ON CONFLICT ((coalesce(memory, ''))) DO NOTHING
@@ -253,6 +260,16 @@ class JobPause:
     memory: str | None
     paused_at: datetime
     paused_by: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class LiveRow:
+    """How many jobs of a type and tier are pending or running."""
+
+    type: str
+    tier: Tier
+    status: JobStatus
+    count: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -456,6 +473,12 @@ class JobRepository:
         return [
             StatsRow(JobStatus(row["status"]), Tier(row["tier"]), row["n"], row["oldest"])
             for row in await conn.fetch(_STATS)
+        ]
+
+    async def live(self, conn: Connection) -> builtins.list[LiveRow]:
+        return [
+            LiveRow(row["type"], Tier(row["tier"]), JobStatus(row["status"]), row["n"])
+            for row in await conn.fetch(_LIVE)
         ]
 
     async def pause(self, conn: Connection, memory: str | None, actor: str | None) -> None:

@@ -43,7 +43,7 @@ from fortemi.workers.jobs.cursor import decode_cursor, encode_cursor
 from fortemi.workers.jobs.events import JobEventPublisher
 from fortemi.workers.jobs.models import FailureClass, Job, JobOutcome, JobSpec, JobStatus, Tier
 from fortemi.workers.jobs.registry import JobRegistry
-from fortemi.workers.jobs.repository import JobPause, JobRepository
+from fortemi.workers.jobs.repository import JobPause, JobRepository, LiveRow
 from fortemi.workers.jobs.validation import (
     check_outcome,
     validate_filter,
@@ -342,6 +342,11 @@ class JobService:
                     row.oldest_created_at if oldest is None else min(oldest, row.oldest_created_at)
                 )
         return JobStats(by_status=by_status, by_tier_pending=by_tier, oldest_pending_at=oldest)
+
+    async def live(self) -> builtins.list[LiveRow]:
+        """Pending and running jobs counted by type, tier and status (for metrics)."""
+        async with self._db.shared_transaction() as conn:
+            return await self._repo.live(conn)
 
     # -- the operator's controls -----------------------------------------------------------
 
