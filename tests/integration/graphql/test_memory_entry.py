@@ -15,6 +15,7 @@ import pytest
 from fortemi.auth.local_issuer import LocalIssuer
 from fortemi.runtime import Runtime
 from tests.integration.graphql.conftest import GraphQLCall, error_codes
+from tests.support.subscriptions import Events, collect, ws_transport
 
 # (name, operation, whether the memory goes in the header; else the operation names it
 # as $m, and the header names the test's open memory)
@@ -230,3 +231,29 @@ async def test_dedupe_keys_naming_notes_are_shown_to_memory_admins_only(
     assert ("memory", "admin", "deny") in {
         (r["resource_type"], r["action"], r["decision"]) for r in rows
     }
+
+
+JOB_FEED = """subscription { jobEvents(types: ["job.created"]) { payload } }"""
+
+
+@pytest.mark.live
+async def test_job_events_carry_dedupe_keys_to_memory_admins_only(
+    gql: GraphQLCall, live_server: str, user_token: str, admin_token: str, memory: str
+) -> None:
+    async def provoke() -> None:
+        made = await gql('mutation { createNote(input: {title: "indexed"}) { id } }')
+        assert "errors" not in made, made
+
+    def embedding(got: Events) -> bool:
+        return any(e["payload"]["jobType"] == "Embedding" for e in got)
+
+    for token, shown in ((user_token, False), (admin_token, True)):
+        events = await collect(
+            ws_transport(live_server, token, memory), JOB_FEED, {}, provoke, embedding
+        )
+        keys = [e["payload"]["dedupeKey"] for e in events if e["payload"]["jobType"] == "Embedding"]
+        assert keys
+        if shown:
+            assert all(key.startswith(f"Embedding:{memory}:") for key in keys), keys
+        else:
+            assert set(keys) == {None}, keys
