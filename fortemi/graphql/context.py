@@ -79,16 +79,14 @@ class Context:
     async def memory(self) -> str:
         """The request's memory (header, else the default), entered: see :meth:`enter`."""
         if self._memory is None:
-            self._memory = await self.enter(await self._requested())
-        return self._memory
+            self._memory = await self._requested()
+        return await self.enter(self._memory)
 
     async def scoped_memory(self) -> tuple[str, NoteVisibility]:
         """The request's memory and what the caller may read in it, as :meth:`memory`
         and :meth:`visibility` would answer, with one audit write instead of two."""
         if self._memory is None:
-            name = await self._requested()
-            await self.visibility(name)
-            self._memory = name
+            self._memory = await self._requested()
         return self._memory, await self.visibility(self._memory)
 
     async def _requested(self) -> str:
@@ -102,11 +100,17 @@ class Context:
         Not-found before forbidden, for memories: a missing memory and one the caller may
         not read both answer NOT_FOUND with the same message. Both are recorded as a deny
         (reason ``not_found`` for a missing one, the policy's reason otherwise). Decided
-        once per memory per request.
+        once per memory per HTTP request, and at every call over a WebSocket.
         """
         if name not in self._entered:
             await self._admit(name, with_scope=False)
         return name
+
+    @property
+    def _remembers_entries(self) -> bool:
+        # A WebSocket's context lives as long as its connection, across operations and
+        # policy changes, so there every entry is decided anew.
+        return not isinstance(self.request, WebSocket)
 
     async def _admit(self, name: str, *, with_scope: bool) -> None:
         """Enter ``name`` unless already entered; ``with_scope`` also computes the read
@@ -129,7 +133,8 @@ class Context:
             decision = await authorizer.decide(self.caller, Action.READ, entry, self.trace)
             if not decision.allowed:
                 raise no_memory(name)
-        self._entered.add(name)
+        if self._remembers_entries:
+            self._entered.add(name)
 
     async def authorize(self, action: Action, resource: Resource) -> Decision:
         """Allowed, or FORBIDDEN with the reason code; recorded either way."""
@@ -142,9 +147,9 @@ class Context:
 
     async def visibility(self, memory: str) -> NoteVisibility:
         """What the caller may read in ``memory``, which is entered first (NOT_FOUND if it
-        may not be); computed and recorded once per request."""
-        if memory not in self._visibility:
-            await self._admit(memory, with_scope=True)
+        may not be); the scope is computed and recorded once per request or connection."""
+        if memory not in self._entered or memory not in self._visibility:
+            await self._admit(memory, with_scope=memory not in self._visibility)
         return self._visibility[memory]
 
     async def notify(self, event: Event) -> None:
