@@ -11,6 +11,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from gql import Client
+from gql import gql as gql_document
+from gql.transport.exceptions import TransportQueryError
 
 from fortemi.auth.local_issuer import LocalIssuer
 from fortemi.runtime import Runtime
@@ -257,3 +260,25 @@ async def test_job_events_carry_dedupe_keys_to_memory_admins_only(
             assert all(key.startswith(f"Embedding:{memory}:") for key in keys), keys
         else:
             assert set(keys) == {None}, keys
+
+
+@pytest.mark.live
+async def test_a_websocket_connection_enters_its_memory_anew_for_each_operation(
+    live_server: str, user_token: str, runtime: Runtime, memory: str
+) -> None:
+    count = gql_document("{ notes { totalCount } }")
+    async with Client(transport=ws_transport(live_server, user_token, memory)) as session:
+        assert await session.execute(count) == {"notes": {"totalCount": 0}}
+        # The memory closes to everyone but its creator while the connection stays open.
+        closed = {
+            "version": 1,
+            "memory": memory,
+            "access_level": "private",
+            "grant": {"subjects": ["test"]},
+        }
+        await runtime.policy_store.put("memory", memory, memory, closed, actor="test")
+        await runtime.policies.invalidate()
+        with pytest.raises(TransportQueryError) as refused:
+            await session.execute(count)
+    assert refused.value.errors is not None
+    assert [e["extensions"]["code"] for e in refused.value.errors] == ["NOT_FOUND"]
