@@ -79,6 +79,16 @@ class Authorizer:
             raise forbidden(decision)
         return decision
 
+    async def deny_missing(
+        self, principal: Principal, action: Action, resource: Resource, trace: RequestTrace
+    ) -> Decision:
+        """Record a deny (reason ``not_found``) for ``action`` on a resource that does not
+        exist: the engine is not asked, since a policy may name what does not exist."""
+        policies = await self._policies.snapshot()
+        decision = Decision(False, Reason.NOT_FOUND, action, resource, None, policies.version)
+        await self._audit.record([self._record(principal, decision, trace, self._clock())])
+        return decision
+
     async def read_scope(
         self,
         principal: Principal,

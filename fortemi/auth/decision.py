@@ -72,6 +72,8 @@ class Reason(StrEnum):
     PERMISSION_REQUIRED = "permission_required"
     EXPLICIT_DENY = "explicit_deny"
     NO_POLICY_DEFAULT_DENY = "no_policy_default_deny"
+    # the resource does not exist (answered NOT_FOUND, like one the caller may not read)
+    NOT_FOUND = "not_found"
     # a list or search narrowed to what the caller may read (recorded once per request)
     READ_SCOPE = "read_scope"
 

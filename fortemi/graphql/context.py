@@ -2,6 +2,12 @@
 
 Resolvers reach authorization only through the methods here, which go through the one
 :class:`~fortemi.auth.access.Authorizer` (decide, record in the audit log, then answer).
+
+Working in a memory at all means *entering* it, and every resolver does so through
+:meth:`Context.memory` (the request's memory), :meth:`Context.enter` (a named one) or
+:meth:`Context.visibility`: the memory must exist and the caller must have ``read`` on it.
+A missing memory and one the caller may not read give the same NOT_FOUND, so memory
+names cannot be probed, and each refusal is recorded as a deny.
 """
 
 from __future__ import annotations
@@ -20,18 +26,23 @@ from fortemi.auth.access import RequestTrace
 from fortemi.auth.decision import Action, Decision, Resource
 from fortemi.auth.policy import NameScope, ReadScope
 from fortemi.auth.principal import Principal
-from fortemi.platform.errors import FortemiError, NotFound, Unauthenticated
+from fortemi.platform.errors import Forbidden, FortemiError, NotFound, Unauthenticated
 from fortemi.platform.events import Event
 from fortemi.platform.notes import NameSet, Note, NoteVisibility
 from fortemi.runtime import Runtime
 
-__all__ = ["Context", "Info", "visibility_of"]
+__all__ = ["Context", "Info", "no_memory", "visibility_of"]
 
 log = logging.getLogger(__name__)
 
 
 def _names(scope: NameScope) -> NameSet:
     return NameSet(scope.names, only=scope.listed_are_readable)
+
+
+def no_memory(name: str) -> NotFound:
+    """The one answer for a memory that is missing or that the caller may not enter."""
+    return NotFound(f"No memory {name!r} that you may use", memory=name)
 
 
 def visibility_of(scope: ReadScope) -> NoteVisibility:
@@ -50,6 +61,7 @@ class Context:
     memory_name: str | None = None  # as asked for (header / connection_init), unvalidated
     connection_params: dict[str, Any] | None = None  # set by the WebSocket protocol handler
     _memory: str | None = field(default=None, repr=False)
+    _entered: set[str] = field(default_factory=set, repr=False)
     _visibility: dict[str, NoteVisibility] = field(default_factory=dict, repr=False)
 
     @property
@@ -65,10 +77,64 @@ class Context:
         return RequestTrace(trace_id=self.request_id, client_addr=client.host if client else None)
 
     async def memory(self) -> str:
-        """The request's memory (header or default), checked to exist and migrated; cached."""
+        """The request's memory (header, else the default), entered: see :meth:`enter`."""
         if self._memory is None:
-            self._memory = await self.runtime.memories.resolve(self.memory_name)
-        return self._memory
+            self._memory = await self._requested()
+        return await self.enter(self._memory)
+
+    async def scoped_memory(self) -> tuple[str, NoteVisibility]:
+        """The request's memory and what the caller may read in it, as :meth:`memory`
+        and :meth:`visibility` would answer, with one audit write instead of two."""
+        if self._memory is None:
+            self._memory = await self._requested()
+        return self._memory, await self.visibility(self._memory)
+
+    async def _requested(self) -> str:
+        if self.memory_name is not None:
+            return self.memory_name
+        return await self.runtime.memories.default_name()
+
+    async def enter(self, name: str) -> str:
+        """``name``, once the caller may work in it: it exists and they may read it.
+
+        Not-found before forbidden, for memories: a missing memory and one the caller may
+        not read both answer NOT_FOUND with the same message. Both are recorded as a deny
+        (reason ``not_found`` for a missing one, the policy's reason otherwise). Decided
+        once per memory per HTTP request, and at every call over a WebSocket.
+        """
+        if name not in self._entered:
+            await self._admit(name, with_scope=False)
+        return name
+
+    @property
+    def _remembers_entries(self) -> bool:
+        # A WebSocket's context lives as long as its connection, across operations and
+        # policy changes, so there every entry is decided anew.
+        return not isinstance(self.request, WebSocket)
+
+    async def _admit(self, name: str, *, with_scope: bool) -> None:
+        """Enter ``name`` unless already entered; ``with_scope`` also computes the read
+        scope, recorded in the same audit write as the entry decision."""
+        authorizer = self.runtime.authorizer
+        entry = Resource.of_memory(name)
+        checks: list[tuple[Action, Resource]] = []
+        if name not in self._entered:
+            if not await self.runtime.memories.exists(name):
+                await authorizer.deny_missing(self.caller, Action.READ, entry, self.trace)
+                raise no_memory(name)
+            checks.append((Action.READ, entry))
+        if with_scope:
+            try:
+                scope = await authorizer.read_scope(self.caller, name, self.trace, checks=checks)
+            except Forbidden:  # only a check raises it: the entry was refused
+                raise no_memory(name) from None
+            self._visibility[name] = visibility_of(scope)
+        elif checks:
+            decision = await authorizer.decide(self.caller, Action.READ, entry, self.trace)
+            if not decision.allowed:
+                raise no_memory(name)
+        if self._remembers_entries:
+            self._entered.add(name)
 
     async def authorize(self, action: Action, resource: Resource) -> Decision:
         """Allowed, or FORBIDDEN with the reason code; recorded either way."""
@@ -79,21 +145,11 @@ class Context:
         decision = await self.runtime.authorizer.decide(self.caller, action, resource, self.trace)
         return decision.allowed
 
-    async def visibility(self, memory: str, *, authorize_read: bool = False) -> NoteVisibility:
-        """What the caller may read in ``memory``, computed (and recorded) once per request.
-
-        ``authorize_read``: first check that the caller may read the memory at all
-        (FORBIDDEN if not), decided and recorded together with the scope.
-        """
-        if memory in self._visibility:
-            if authorize_read:
-                await self.authorize(Action.READ, Resource.of_memory(memory))
-            return self._visibility[memory]
-        checks = [(Action.READ, Resource.of_memory(memory))] if authorize_read else []
-        scope = await self.runtime.authorizer.read_scope(
-            self.caller, memory, self.trace, checks=checks
-        )
-        self._visibility[memory] = visibility_of(scope)
+    async def visibility(self, memory: str) -> NoteVisibility:
+        """What the caller may read in ``memory``, which is entered first (NOT_FOUND if it
+        may not be); the scope is computed and recorded once per request or connection."""
+        if memory not in self._entered or memory not in self._visibility:
+            await self._admit(memory, with_scope=memory not in self._visibility)
         return self._visibility[memory]
 
     async def notify(self, event: Event) -> None:

@@ -14,9 +14,8 @@ from datetime import datetime
 import strawberry
 from strawberry.scalars import JSON
 
-from fortemi.auth.decision import Action, Resource
 from fortemi.graphql.context import Info
-from fortemi.graphql.jobs import visible_job
+from fortemi.graphql.jobs import may_see_internals, visible_job, without_internals
 from fortemi.graphql.subscriptions import until_token_expires
 from fortemi.platform import events as bus
 from fortemi.platform.errors import BadUserInput
@@ -63,7 +62,7 @@ class EventSubscription:
     ) -> AsyncGenerator[Event, None]:
         context = info.context
         memory = await context.memory()
-        visible = await context.visibility(memory, authorize_read=True)
+        visible = await context.visibility(memory)
         wanted = set(types or ())
         source = context.runtime.events.subscribe(after=after)
         try:
@@ -102,7 +101,7 @@ class EventSubscription:
             memory, followed = job.memory, to_global_id("Job", job.id)
         else:
             memory, followed = await context.memory(), None
-            await context.authorize(Action.READ, Resource.of_memory(memory))
+        internals = await may_see_internals(info, memory)
         source = context.runtime.events.subscribe(after=after)
         try:
             async for event in until_token_expires(info, source):
@@ -111,6 +110,6 @@ class EventSubscription:
                 if followed is not None and followed not in (event.entity_id, event.correlation_id):
                     continue
                 if not wanted or event.type in wanted:
-                    yield Event.from_model(event)
+                    yield Event.from_model(event if internals else without_internals(event))
         finally:
             await source.aclose()

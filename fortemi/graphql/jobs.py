@@ -2,11 +2,19 @@
 
 A job in a memory is governed by that memory's policy (read to see it, write to cancel
 or retry it, admin to pause the memory's jobs); a job without a memory, and pausing
-everything, by the ``system`` resource. Jobs the caller may not see answer NOT_FOUND.
+everything, by the ``system`` resource. Jobs the caller may not see answer NOT_FOUND, and
+so does a memory the caller may not enter.
+
+A job's ``dedupeKey`` names what it works on (an ``Embedding`` job's names its note,
+whichever project or skill that note is in), so it is shown only to those who may
+``admin`` what governs the job, who see every note's events through webhooks anyway;
+everyone else reads null.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import replace
 from datetime import datetime
 from uuid import UUID
 
@@ -15,13 +23,14 @@ from strawberry.scalars import JSON
 
 from fortemi.auth.decision import Action, Resource
 from fortemi.graphql.context import Info
+from fortemi.platform import events as bus
 from fortemi.platform.errors import BadUserInput, NotFound
 from fortemi.platform.ids import parse_id, parse_note_id, to_global_id
 from fortemi.workers.jobs.models import Job as JobModel
 from fortemi.workers.jobs.models import JobSpec, JobStatus, Tier
 from fortemi.workers.jobs.service import JobFilter as JobFilterModel
 
-__all__ = ["JobMutation", "JobQuery", "visible_job"]
+__all__ = ["JobMutation", "JobQuery", "may_see_internals", "visible_job", "without_internals"]
 
 MAX_PURGE_BATCH = 1000
 
@@ -52,7 +61,8 @@ class Job:
     finished_at: datetime | None
 
     @classmethod
-    def from_model(cls, job: JobModel) -> Job:
+    def from_model(cls, job: JobModel, *, internals: bool) -> Job:
+        """``internals``: whether the reader may see the dedupe key (see the module)."""
         return cls(
             id=strawberry.ID(to_global_id("Job", job.id)),
             type=job.type,
@@ -67,7 +77,7 @@ class Job:
             failure_class=job.failure_class.value if job.failure_class else None,
             failure_code=job.failure_code,
             result=JSON(job.result) if job.result is not None else None,
-            dedupe_key=job.dedupe_key,
+            dedupe_key=job.dedupe_key if internals else None,
             requested_by=job.requested_by,
             next_attempt_at=job.next_attempt_at,
             created_at=job.created_at,
@@ -125,6 +135,30 @@ def _governing(job_memory: str | None) -> Resource:
     return Resource.of_memory(job_memory) if job_memory is not None else Resource.system()
 
 
+async def may_see_internals(info: Info, memory: str | None) -> bool:
+    """Whether the caller may see dedupe keys of jobs of ``memory`` (None: memory-less)."""
+    return await info.context.may(Action.ADMIN, _governing(memory))
+
+
+async def shows_internals(info: Info, memory: str | None, jobs: Iterable[JobModel]) -> bool:
+    """:func:`may_see_internals`, asked (and recorded) only when one of ``jobs``, all of
+    ``memory``, has a key to show."""
+    if all(job.dedupe_key is None for job in jobs):
+        return False
+    return await may_see_internals(info, memory)
+
+
+def without_internals(event: bus.Event) -> bus.Event:
+    """A job event as a reader who may not see dedupe keys receives it."""
+    if event.payload.get("dedupeKey") is None:
+        return event
+    return replace(event, payload={**event.payload, "dedupeKey": None})
+
+
+async def _shown(info: Info, job: JobModel) -> Job:
+    return Job.from_model(job, internals=await shows_internals(info, job.memory, [job]))
+
+
 async def visible_job(info: Info, job_id: UUID, action: Action = Action.READ) -> JobModel:
     """The job if the caller may see it (NOT_FOUND otherwise) and may do ``action``."""
     job = await info.context.runtime.jobs.get(job_id)
@@ -140,7 +174,7 @@ class JobQuery:
     @strawberry.field(description="A job by id; null if absent or not visible to you")
     async def job(self, info: Info, id: strawberry.ID) -> Job | None:
         try:
-            return Job.from_model(await visible_job(info, _job_id(id), Action.READ))
+            return await _shown(info, await visible_job(info, _job_id(id), Action.READ))
         except NotFound:
             return None
 
@@ -152,8 +186,10 @@ class JobQuery:
         first: int | None = None,
         after: str | None = None,
     ) -> JobConnection:
-        memory = filter.memory if filter and filter.memory else await info.context.memory()
-        await info.context.authorize(Action.READ, Resource.of_memory(memory))
+        if filter and filter.memory:
+            memory = await info.context.enter(filter.memory)
+        else:
+            memory = await info.context.memory()
         given = filter or JobFilter()
         page = await info.context.runtime.jobs.list(
             JobFilterModel(
@@ -167,8 +203,12 @@ class JobQuery:
             first=first,
             after=after,
         )
+        internals = await shows_internals(info, memory, (job for _, job in page.items))
         return JobConnection(
-            edges=[JobEdge(cursor=c, node=Job.from_model(j)) for c, j in page.items],
+            edges=[
+                JobEdge(cursor=c, node=Job.from_model(j, internals=internals))
+                for c, j in page.items
+            ],
             page_info=JobPageInfo(has_next_page=page.has_next_page, end_cursor=page.end_cursor),
         )
 
@@ -207,29 +247,33 @@ class JobMutation:
         )
         job, _ = await info.context.runtime.jobs.submit(spec)
         await info.context.runtime.dispatch(job)
-        return Job.from_model(job)
+        return await _shown(info, job)
 
     @strawberry.mutation
     async def cancel_job(self, info: Info, id: strawberry.ID) -> Job:
         job = await visible_job(info, _job_id(id), Action.WRITE)
         cancelled = await info.context.runtime.jobs.cancel(job.id, actor=info.context.caller.sub)
-        return Job.from_model(cancelled)
+        return await _shown(info, cancelled)
 
     @strawberry.mutation(description="Run a failed or cancelled job again")
     async def retry_job(self, info: Info, id: strawberry.ID) -> Job:
         job = await visible_job(info, _job_id(id), Action.WRITE)
         retried = await info.context.runtime.jobs.retry(job.id, actor=info.context.caller.sub)
         await info.context.runtime.dispatch(retried)
-        return Job.from_model(retried)
+        return await _shown(info, retried)
 
     @strawberry.mutation(description="Stop starting jobs of a memory (null: every memory)")
     async def pause_jobs(self, info: Info, memory: str | None = None) -> bool:
+        if memory is not None:
+            await info.context.enter(memory)
         await info.context.authorize(Action.ADMIN, _governing(memory))
         await info.context.runtime.jobs.pause(memory, actor=info.context.caller.sub)
         return True
 
     @strawberry.mutation(description="Start jobs of a memory again (null: every memory)")
     async def resume_jobs(self, info: Info, memory: str | None = None) -> bool:
+        if memory is not None:
+            await info.context.enter(memory)
         await info.context.authorize(Action.ADMIN, _governing(memory))
         await info.context.runtime.jobs.resume(memory)
         # Jobs held back while paused have had their messages consumed: nudge them now.

@@ -1,4 +1,8 @@
-"""Memories: isolated tenants. Creating, deleting and re-defaulting need ``system`` rights."""
+"""Memories: isolated tenants. Creating, deleting and re-defaulting need ``system`` rights.
+
+Reading one by name enters it (:meth:`Context.enter`): null both when it does not exist
+and when the caller may not read it, recorded as a deny either way.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from strawberry.scalars import JSON
 
 from fortemi.auth.decision import Action, Resource
 from fortemi.graphql.context import Info
-from fortemi.platform.errors import BadUserInput
+from fortemi.platform.errors import BadUserInput, NotFound
 from fortemi.platform.memories import Memory as MemoryModel
 from fortemi.platform.notes import NoteFilter
 
@@ -26,10 +30,8 @@ class Memory:
 
     @strawberry.field(description="Live notes in this memory that you may read")
     async def note_count(self, info: Info) -> int:
-        runtime = info.context.runtime
-        await runtime.memories.resolve(self.name)
         visible = NoteFilter(visibility=await info.context.visibility(self.name))
-        return await runtime.notes.count(self.name, visible)
+        return await info.context.runtime.notes.count(self.name, visible)
 
     @classmethod
     def from_model(cls, memory: MemoryModel) -> Memory:
@@ -66,10 +68,12 @@ class MemoryQuery:
 
     @strawberry.field(description="One memory by name; null if absent or not readable by you")
     async def memory(self, info: Info, name: str) -> Memory | None:
-        found = await info.context.runtime.memories.get(name)
-        if found is None or not await info.context.may(Action.READ, Resource.of_memory(name)):
+        try:
+            await info.context.enter(name)
+        except NotFound:
             return None
-        return Memory.from_model(found)
+        found = await info.context.runtime.memories.get(name)
+        return None if found is None else Memory.from_model(found)  # None: deleted just now
 
 
 @strawberry.type

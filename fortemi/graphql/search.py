@@ -9,7 +9,6 @@ from typing import Annotated
 
 import strawberry
 
-from fortemi.auth.decision import Action, Resource
 from fortemi.graphql.context import Info
 from fortemi.graphql.notes.types import Note
 from fortemi.platform.errors import BadUserInput
@@ -107,17 +106,14 @@ def _filter(given: SearchFilter | None) -> model.SearchFilter:
 
 
 async def _scopes(info: Info, memories: list[str] | None) -> list[model.Scope]:
+    """Each memory searched, entered (NOT_FOUND if missing or not readable), with what the
+    caller may read in it."""
     context = info.context
     if memories is None:
-        names = [await context.memory()]
-    else:
-        if not 1 <= len(memories) <= MAX_MEMORIES:
-            raise BadUserInput(f"Give 1 to {MAX_MEMORIES} memories", field="memories")
-        names = [await context.runtime.memories.resolve(name) for name in dict.fromkeys(memories)]
-    scopes = []
-    for name in names:
-        scopes.append(model.Scope(name, await context.visibility(name, authorize_read=True)))
-    return scopes
+        return [model.Scope(*await context.scoped_memory())]
+    if not 1 <= len(memories) <= MAX_MEMORIES:
+        raise BadUserInput(f"Give 1 to {MAX_MEMORIES} memories", field="memories")
+    return [model.Scope(name, await context.visibility(name)) for name in dict.fromkeys(memories)]
 
 
 @strawberry.type
@@ -208,7 +204,6 @@ class SearchQuery:
     @strawberry.field(description="How much of this memory is searchable yet")
     async def search_index_status(self, info: Info) -> SearchIndexStatus:
         memory = await info.context.memory()
-        await info.context.authorize(Action.READ, Resource.of_memory(memory))
         status = await info.context.runtime.search.index_status(memory)
         return SearchIndexStatus(
             notes=status.notes,

@@ -2,7 +2,8 @@
 
 A webhook receives every event of its memory that its types ask for, whichever project
 or skill the event concerns, so creating, reading and deleting webhooks all take
-``admin`` on the memory (FORBIDDEN otherwise, before anything is looked up).
+``admin`` on the memory: a memory the caller may not enter is NOT_FOUND, one they may
+read but not administer FORBIDDEN, before anything is looked up.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ A note is governed by its skill's policy, else its project's, else its memory's.
 by id answers null/NOT_FOUND both when the note is absent and when the caller may not
 read it (not-found before forbidden); lists are narrowed in SQL to what the caller may
 read; naming a project or skill the caller may not read is FORBIDDEN with the reason.
+Every resolver first enters the request's memory (NOT_FOUND if the caller may not read it).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from fortemi.graphql.notes.types import (
     NoteVersion,
     UpsertExternalNotesPayload,
 )
-from fortemi.platform.errors import NotFound
+from fortemi.platform.errors import Conflict, NotFound
 from fortemi.platform.events import Event
 from fortemi.platform.ids import from_global_id, parse_note_id
 from fortemi.platform.notes import UNSET, NoteFilter, UpsertOutcome, note_event
@@ -45,6 +46,30 @@ async def _readable_or_none(info: Info, note_id: str) -> NoteModel | None:
     except NotFound:
         return None
     return note
+
+
+async def _refuse_hidden_keys(
+    info: Info, memory: str, source: str, current: dict[str, tuple[str | None, str | None]]
+) -> None:
+    """CONFLICT if an external id is taken by a note the caller may not read.
+
+    Such a note does not exist for the caller, yet the key is taken, so it can be neither
+    created nor updated. The answer names the key the caller sent and nothing of the
+    note (its project or skill, its id); each refusal is recorded as a read deny.
+    """
+    hidden = set()
+    for owner in set(current.values()):
+        if not await info.context.may(Action.READ, Resource.of_note(memory, *owner)):
+            hidden.add(owner)
+    taken = sorted(external_id for external_id, owner in current.items() if owner in hidden)
+    if taken:
+        shown = ", ".join(repr(external_id) for external_id in taken[:5])
+        raise Conflict(
+            f"External id(s) {shown} of source {source!r} belong to notes you may not read; "
+            "use other external ids, or ask for read access",
+            reason="external_id_taken",
+            external_ids=taken,
+        )
 
 
 def _owner(memory: str, note: NoteModel) -> Resource:
@@ -76,7 +101,7 @@ class NoteQuery:
         filter: NoteFilterInput | None = None,
     ) -> NoteConnection:
         context = info.context
-        memory = await context.memory()
+        memory, visible = await context.scoped_memory()
         note_filter = filter.to_model() if filter else NoteFilter()
         # Naming a project or skill is asking for it: an unreadable one is FORBIDDEN.
         if note_filter.skill is not None:
@@ -85,7 +110,7 @@ class NoteQuery:
             await context.authorize(
                 Action.READ, Resource.of_note(memory, note_filter.project, None)
             )
-        scoped = replace(note_filter, visibility=await context.visibility(memory))
+        scoped = replace(note_filter, visibility=visible)
         service = context.runtime.notes
         page = await service.list(memory, first=first, after=after, filter=scoped)
 
@@ -198,14 +223,16 @@ class NoteMutation:
         self, info: Info, input: UpsertExternalNotesInput
     ) -> UpsertExternalNotesPayload:
         items = [item.to_model() for item in input.items]
-        memory = await info.context.memory()
-        service = info.context.runtime.notes
-        # Every owner the batch touches needs write: where existing notes are now, and
-        # where each item puts its note (an omitted owner keeps the current one, except
-        # under REPLACE, which clears it).
+        context = info.context
+        memory = await context.memory()
+        service = context.runtime.notes
         current = await service.external_owners(
             memory, input.source, [i.external_id for i in items]
         )
+        await _refuse_hidden_keys(info, memory, input.source, current)
+        # Every owner the batch touches needs write: where existing notes are now, and
+        # where each item puts its note (an omitted owner keeps the current one, except
+        # under REPLACE, which clears it).
         owners: set[Resource] = {Resource.of_note(memory, p, s) for p, s in current.values()}
         for item in items:
             old_project, old_skill = current.get(item.external_id, (None, None))
@@ -214,7 +241,7 @@ class NoteMutation:
             skill = item.skill if item.skill is not UNSET else (old_skill if keep else None)
             owners.add(Resource.of_note(memory, project, skill))
         for owner in sorted(owners, key=lambda r: (r.type, r.name or "")):
-            await info.context.authorize(Action.WRITE, owner)
+            await context.authorize(Action.WRITE, owner)
         results = await service.upsert_external(
             memory, input.source, items, input.on_change, actor=info.context.caller.sub
         )

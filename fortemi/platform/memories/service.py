@@ -54,20 +54,26 @@ class MemoryService:
         """The memory a request works in: ``name`` or the default; exists and is migrated."""
         if name is None:
             return await self.default_name()
+        if not await self.exists(name):
+            raise NotFound(f"No memory {name!r}", memory=name)
+        return name
+
+    async def exists(self, name: str) -> bool:
+        """Whether memory ``name`` exists; if it does, it is migrated to the template first."""
         validate_memory_name(name)
         expiry = self._ready.get(name)
         if expiry is not None and expiry > self._clock():
-            return name
+            return True
         async with self._db.shared_transaction() as conn:
             memory = await self._repo.get(conn, name)
         if memory is None:
             self._ready.pop(name, None)
-            raise NotFound(f"Memory {name!r} does not exist", memory=name)
+            return False
         if memory.schema_version < self._migrations.memory_version:
             async with self._db.memory_transaction(name) as conn:
                 await self._migrations.migrate_memory(conn, name)
         self._ready[name] = self._clock() + self._cache_seconds
-        return name
+        return True
 
     async def default_name(self) -> str:
         if self._default is not None and self._default[1] > self._clock():

@@ -14,8 +14,10 @@ from fortemi.auth.local_issuer import LocalIssuer
 
 pytestmark = pytest.mark.live
 
+# Denies only: sam's request also records allows (entering the memory) before the deny.
 FEED = gql(
-    'subscription { auditEvents(filter: {userId: "sam-subject"}) { userId action decision reason } }'
+    'subscription { auditEvents(filter: {userId: "sam-subject", decision: "deny"}) '
+    "{ userId action decision reason } }"
 )
 
 

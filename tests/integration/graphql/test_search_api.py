@@ -96,7 +96,7 @@ async def closed_memory(runtime: Runtime) -> AsyncIterator[str]:
     await runtime.memories.delete(name, confirm=name)
 
 
-async def test_federated_search_fuses_memories_the_caller_may_read_and_refuses_others(
+async def test_federated_search_fuses_memories_the_caller_may_read_and_finds_no_others(
     gql: GraphQLCall, memory: str, second_memory: str, closed_memory: str
 ) -> None:
     here = await _note(gql, "Here", "glacier melt measurements")
@@ -108,8 +108,9 @@ async def test_federated_search_fuses_memories_the_caller_may_read_and_refuses_o
     }
     scores = [h["score"] for h in found["hits"]]
     assert scores == sorted(scores, reverse=True)
+    # A memory the caller may not read is answered as one that does not exist.
     refused = await gql(SEARCH, {"q": "glacier", "memories": [memory, closed_memory]})
-    assert error_codes(refused) == ["FORBIDDEN"]
+    assert error_codes(refused) == ["NOT_FOUND"]
     unknown = await gql(SEARCH, {"q": "glacier", "memories": ["no_such_memory"]})
     assert error_codes(unknown) == ["NOT_FOUND"]
 
@@ -143,7 +144,7 @@ async def test_a_search_records_its_read_check_and_read_scope_in_one_audit_commi
     token = issuer.mint(user, groups=["platform-team"], roles=["editor"])
     await _search(gql, "anything", mode="LEXICAL", token=token)
     refused = await gql(SEARCH, {"q": "anything", "memories": [closed_memory]}, token=token)
-    assert error_codes(refused) == ["FORBIDDEN"]
+    assert error_codes(refused) == ["NOT_FOUND"]
     async with runtime.db.connection() as conn:
         rows = await conn.fetch(
             "SELECT memory, decision, reason, xmin::text AS tx FROM public.rbac_audit_log "
