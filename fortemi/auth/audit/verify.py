@@ -143,13 +143,14 @@ async def verify(
                 if problem.segment is not None:
                     row_id = await conn.fetchval(_FIRST, problem.segment)
                 findings.broken(row_id, problem.text)
-            anchored: set[str] = set()
+            # Unkeyed segments: the last seq a keyed registration vouches for.
+            anchored: dict[str, int] = {}
             for seg in segments.values():
                 if seg.keyed:
                     by = f"the registration of segment {seg.name!r}"
                     for pin in seg.pins:
                         pins.add(pin, by)
-                        anchored.add(pin.segment)
+                        anchored[pin.segment] = max(pin.seq, anchored.get(pin.segment, 0))
             if segment is None:
                 logged = {r["segment"] for r in await conn.fetch(_LOG_SEGMENTS)}
                 names: Sequence[str] = sorted(set(segments) | logged)
@@ -163,7 +164,7 @@ async def verify(
                     conn,
                     name,
                     segments.get(name),
-                    name in anchored,
+                    anchored.get(name),
                     keyring,
                     pins.by_segment.get(name, {}),
                     since,
@@ -191,7 +192,7 @@ async def _walk(
     conn: Connection,
     name: str,
     segment: Segment | None,
-    anchored: bool,
+    anchored: int | None,
     keyring: AuditKeyring,
     pins: dict[int, list[tuple[str, str]]],
     since: datetime | None,
@@ -225,11 +226,17 @@ async def _walk(
         entry = entry_from_row(row)
         findings.checked += 1
         where = f"segment {name!r} seq {entry.seq} (id {entry.id})"
-        if last is None and not segment.keyed and not anchored:
+        if not segment.keyed and anchored is None and last is None:
             findings.broken(
                 entry.id,
                 f"segment {name!r} is unkeyed and no keyed registration anchors it: "
                 "it was forged or rewritten without the key",
+            )
+        elif not segment.keyed and anchored is not None and entry.seq > anchored:
+            findings.broken(
+                entry.id,
+                f"{where} is unkeyed and lies beyond seq {anchored}, where the keyed "
+                "registry anchored its segment: added without the key",
             )
         if entry.seq != expected_seq:
             findings.broken(

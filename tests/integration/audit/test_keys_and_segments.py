@@ -138,33 +138,43 @@ async def test_a_malformed_heads_file_is_bad_input() -> None:
 
 async def _make_unkeyed(db: Database, segment: str, rows: int) -> None:
     """A segment as a writer from before keyed chaining left it: no ordinal, no key."""
-    prev = unkeyed_genesis_hash(segment)
+    await execute(
+        db,
+        "INSERT INTO rbac_audit_segment (segment, last_seq, last_hash) VALUES ($1, 0, $2)",
+        segment,
+        unkeyed_genesis_hash(segment),
+    )
+    await _append_unkeyed(db, segment, rows)
+
+
+async def _append_unkeyed(db: Database, segment: str, rows: int) -> list[int]:
+    """Rows chained with the unkeyed formula after the segment's head; their ids."""
+    seq, prev = await head_row(db, segment)
+    ids = []
     async with db.connection() as conn:
-        await conn.execute(
-            "INSERT INTO rbac_audit_segment (segment, last_seq, last_hash) VALUES ($1, 0, $2)",
-            segment,
-            prev,
-        )
-        for seq in range(1, rows + 1):
+        for _ in range(rows):
+            seq += 1
             row = record(user_id=f"{segment}-{seq}")
             current = unkeyed_chain_hash(prev, segment, seq, row)
-            await conn.execute(
+            new_id = await conn.fetchval(
                 """INSERT INTO rbac_audit_log (at, user_id, groups, resource_type,
                        resource_name, memory, action, decision, reason, policy_version,
                        client_addr, details, segment, seq, prev_hash, chain_hash)
                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, '{}', $12, $13,
-                       $14, $15)""",
-                row.at, row.user_id, list(row.groups), row.resource_type, row.resource_name,
-                row.memory, row.action, row.decision, row.reason, row.policy_version,
-                row.client_addr, segment, seq, prev, current,
+                       $14, $15) RETURNING id""",
+                row.at, row.user_id, list(row.groups), row.resource_type,
+                row.resource_name, row.memory, row.action, row.decision, row.reason,
+                row.policy_version, row.client_addr, segment, seq, prev, current,
             )  # fmt: skip
+            ids.append(new_id)
             prev = current
         await conn.execute(
             "UPDATE rbac_audit_segment SET last_seq = $2, last_hash = $3 WHERE segment = $1",
             segment,
-            rows,
+            seq,
             prev,
         )
+    return ids
 
 
 async def test_segments_from_before_keyed_chaining_verify_once_a_keyed_one_anchors_them(
@@ -223,3 +233,15 @@ async def test_an_unkeyed_segment_edited_after_the_anchor_is_detected(audit_db: 
     await execute(audit_db, "UPDATE rbac_audit_log SET decision = 'deny' WHERE id = $1", target)
     result = await verify(audit_db, KEYRING)
     assert (result.ok, result.first_broken_id) == (False, target)
+
+
+async def test_unkeyed_rows_added_after_the_keyed_anchor_are_detected(
+    audit_db: Database,
+) -> None:
+    await _make_unkeyed(audit_db, "legacy", 2)
+    await _write(audit_db, KEYRING, "keyed", 1)
+    [forged] = await _append_unkeyed(audit_db, "legacy", 1)
+    result = await verify(audit_db, KEYRING)
+    assert (result.ok, result.first_broken_id) == (False, forged)
+    assert result.problem is not None
+    assert "without the key" in result.problem

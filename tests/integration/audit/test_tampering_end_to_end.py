@@ -10,6 +10,7 @@ import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -80,17 +81,23 @@ async def two_segments(
     return names[0], names[1]
 
 
-async def _cli_verify(settings: Settings, dsn: str, redis: str) -> tuple[int, str]:
+async def _cli(settings: Settings, dsn: str, redis: str, *args: str) -> tuple[int, str, str]:
+    """``fortemi audit ARGS`` as an operator runs it: (exit code, stdout, stderr)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORTEMI_", "OIDC_"))}
     # The server's data directory, so the command holds the key the server chained with.
     env.update(FORTEMI_HOME=str(settings.home), DATABASE_URL=dsn, REDIS_URL=redis)
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "fortemi", "audit", "verify", env=env,
+        sys.executable, "-m", "fortemi", "audit", *args, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     out, err = await process.communicate()
     assert process.returncode is not None
-    return process.returncode, out.decode() + err.decode()
+    return process.returncode, out.decode(), err.decode()
+
+
+async def _cli_verify(settings: Settings, dsn: str, redis: str) -> tuple[int, str]:
+    code, out, err = await _cli(settings, dsn, redis, "verify")
+    return code, out + err
 
 
 async def test_deleting_an_older_segment_with_its_head_fails_api_and_cli_verification(
@@ -114,6 +121,33 @@ async def test_deleting_an_older_segment_with_its_head_fails_api_and_cli_verific
     code, output = await _cli_verify(settings, fresh_dsn, service_urls.redis)
     assert code == 1, output
     assert f"BROKEN at row {first_of_newer}" in output
+
+
+async def test_heads_exported_by_the_cli_catch_the_newest_segment_deleted_later(
+    settings: Settings,
+    fresh_dsn: str,
+    service_urls: ServiceUrls,
+    audit_db: Database,
+    two_segments: tuple[str, str],
+    tmp_path: Path,
+) -> None:
+    _, newest = two_segments
+    code, out, err = await _cli(settings, fresh_dsn, service_urls.redis, "heads")
+    assert code == 0, err
+    assert {json.loads(line)["segment"] for line in out.splitlines()} == set(two_segments)
+    heads = tmp_path / "heads.jsonl"
+    heads.write_text(out, encoding="utf-8")
+    await execute(audit_db, "DELETE FROM rbac_audit_log WHERE segment = $1", newest)
+    await execute(audit_db, "DELETE FROM rbac_audit_segment WHERE segment = $1", newest)
+    # The database alone cannot tell: nothing after the newest segment vouches for it.
+    code, out, err = await _cli(settings, fresh_dsn, service_urls.redis, "verify")
+    assert code == 0, out + err
+    code, out, err = await _cli(
+        settings, fresh_dsn, service_urls.redis, "verify", "--heads", str(heads)
+    )
+    assert code == 1, out + err
+    assert newest in out
+    assert "exported heads" in out
 
 
 def _unkeyed_rehash(row: Any, prev_hash: str) -> str:
