@@ -52,7 +52,9 @@ the database, catch that too.
 **Unkeyed segments** (``key_id`` null, no ordinal) were written before keyed chaining:
 their first ``prev_hash`` is ``blake3(utf8("fortemi-audit:" + segment))``, their
 ``chain_hash`` the unkeyed ``blake3(ascii(prev_hash) + canonical)`` of the array above
-without its last element. They verify only where the first keyed registration pins them.
+without its last element. Anyone can compute those, so they verify only as far as the
+first keyed registration pins them: an unpinned unkeyed segment, or a row past its pin, is
+a break.
 
 What is hashed must be exactly what PostgreSQL gives back, so records are brought to their
 *stored form* before hashing (:func:`stored_form`): jsonb prints numbers in plain decimal

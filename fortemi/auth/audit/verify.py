@@ -16,6 +16,8 @@ memory), checking for every row that
 * where a later registration (or an exported head) pinned this segment's head at some
   ``seq``, the row there has the pinned hash, so rows deleted from the end along with a
   rolled-back head are found up to the last pin;
+* in an unkeyed segment (from before keyed chaining), that a keyed registration pins it
+  at or beyond the row's ``seq``: unkeyed hashes prove nothing on their own;
 
 and, at the end of the segment, that the head (``rbac_audit_segment``) records the last
 row's seq and hash. A row that fails is *broken*; the walk goes on from the row's stored
