@@ -40,7 +40,7 @@ from benchmarks._common import (
     print_setup,
     table,
 )
-from fortemi.auth.audit import AuditEntry, AuditRecord, AuditWriter, verify
+from fortemi.auth.audit import AuditEntry, AuditKeyring, AuditRecord, AuditWriter, verify
 from fortemi.platform.database import Database
 from fortemi.platform.embedded import ServiceUrls
 from fortemi.platform.migrations import Migrations
@@ -50,6 +50,8 @@ __all__ = ["audit_write_cost", "main"]
 ROUNDS = 4
 POOL_SIZE = 10  # Database.connect's default, as the server runs it
 
+# One key for every writer of a run, so the check at the end verifies all their segments.
+_KEYRING = AuditKeyring(secrets.token_bytes(32))
 _PLAIN_TABLE = "public.bench_audit_plain"
 _CREATE_PLAIN = f"""
 CREATE TABLE {_PLAIN_TABLE} (
@@ -146,7 +148,9 @@ async def audit_write_cost(
 
     async with db.connection() as conn:
         await conn.execute(f"DROP TABLE IF EXISTS {_PLAIN_TABLE}; {_CREATE_PLAIN}")
-    writer = AuditWriter(db, segment=f"bench-{secrets.token_hex(6)}", on_committed=committed)
+    writer = AuditWriter(
+        db, keyring=_KEYRING, segment=f"bench-{secrets.token_hex(6)}", on_committed=committed
+    )
     await writer.start()
     try:
 
@@ -241,7 +245,7 @@ async def _main(args: argparse.Namespace, home: Path, urls: ServiceUrls, embedde
             print(table(headers, rows, "llrrrrr"))
             print()
             print("\n".join(summary))
-            checked = await verify(db)
+            checked = await verify(db, _KEYRING)
             state = "intact" if checked.ok else f"BROKEN: {checked.problem}"
             print(f"chain check after the run: {state} ({checked.checked} rows re-hashed)")
         finally:

@@ -10,12 +10,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from fortemi.platform.logs import configure_logging
 from fortemi.platform.settings import Settings
+
+if TYPE_CHECKING:
+    from fortemi.auth.audit import AuditKeyring, Pin
 
 __all__ = ["main"]
 
@@ -247,25 +250,40 @@ async def _migrate_async(settings: Settings, database_url: str, *, shared_only: 
 
 
 def _audit(args: argparse.Namespace) -> int:
+    from fortemi.auth.audit import AuditKeyring, read_heads
     from fortemi.platform.embedded import EmbeddedServices
+    from fortemi.platform.errors import BadUserInput
 
     settings = _settings()
+    try:
+        keyring = AuditKeyring.from_settings(settings)
+    except ValueError as exc:
+        raise SystemExit(f"fortemi: invalid configuration: {exc}") from None
+    heads: list[Pin] = []
+    if args.audit_command == "verify" and args.heads is not None:
+        try:
+            with open(args.heads, encoding="utf-8") as file:
+                heads = read_heads(file)
+        except (OSError, BadUserInput) as exc:
+            raise SystemExit(f"fortemi: cannot use {args.heads}: {exc}") from None
     services = EmbeddedServices(settings.home)
     try:
         urls = services.start(settings)
-        return asyncio.run(_audit_async(args, urls.database))
+        return asyncio.run(_audit_async(args, urls.database, keyring, heads))
     finally:
         services.stop()
 
 
-async def _audit_async(args: argparse.Namespace, database_url: str) -> int:
-    from fortemi.auth.audit import export, verify
+async def _audit_async(
+    args: argparse.Namespace, database_url: str, keyring: AuditKeyring, heads: list[Pin]
+) -> int:
+    from fortemi.auth.audit import export, export_heads, verify
     from fortemi.platform.database import Database
 
     db = await Database.connect(database_url, min_size=1, max_size=2)
     try:
         if args.audit_command == "verify":
-            result = await verify(db, since=args.since)
+            result = await verify(db, keyring, since=args.since, heads=heads)
             if result.ok:
                 print(f"ok: {result.checked} rows, every chain intact")
                 return 0
@@ -274,6 +292,10 @@ async def _audit_async(args: argparse.Namespace, database_url: str) -> int:
                 f"({result.checked} rows checked)"
             )
             return 1
+        if args.audit_command == "heads":
+            count = await export_heads(db, sys.stdout)
+            print(f"{count} segment heads exported", file=sys.stderr)
+            return 0
         written = await export(db, sys.stdout, fmt=args.format, since=args.since)
         print(f"{written} rows exported", file=sys.stderr)
         return 0
@@ -346,12 +368,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     migrate.set_defaults(run=_migrate)
 
-    audit = commands.add_parser("audit", help="check or export the audit log")
+    audit = commands.add_parser("audit", help="check or export the audit log, or its heads")
     audit_commands = audit.add_subparsers(dest="audit_command", required=True)
     verify = audit_commands.add_parser(
         "verify", help="re-check every hash chain (exit 1 if broken)"
     )
     verify.add_argument("--since", type=_timestamp, help="start at rows from this time (UTC)")
+    verify.add_argument(
+        "--heads", metavar="FILE", help="heads exported earlier; each must still be in its chain"
+    )
+    audit_commands.add_parser(
+        "heads", help="write every segment's head to stdout, to keep apart from the database"
+    )
     export = audit_commands.add_parser("export", help="write the log to stdout")
     export.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
     export.add_argument("--since", type=_timestamp, help="only rows from this time (UTC)")

@@ -21,7 +21,7 @@ from starlette.applications import Starlette
 
 from fortemi.auth import build_token_validator
 from fortemi.auth.access import Authorizer
-from fortemi.auth.audit import AuditEntry, AuditWriter
+from fortemi.auth.audit import AuditEntry, AuditKeyring, AuditWriter
 from fortemi.auth.audit.export import to_row
 from fortemi.auth.local_issuer import LocalIssuer
 from fortemi.auth.policy import (
@@ -105,6 +105,7 @@ class Runtime:
     async def open(cls, settings: Settings, urls: ServiceUrls) -> Runtime:
         """Connect, apply shared migrations, make sure a default memory exists."""
         migrations = Migrations(settings.migrations_dir)
+        keyring = AuditKeyring.from_settings(settings)  # a bad key fails before anything opens
         db = await Database.connect(
             urls.database,
             min_size=settings.db_pool_min,
@@ -151,7 +152,7 @@ class Runtime:
             for entry in entries:
                 await broker.publish(AUDIT_CHANNEL, json.dumps(to_row(entry)))
 
-        audit = AuditWriter(db, on_committed=publish)
+        audit = AuditWriter(db, keyring=keyring, on_committed=publish)
         await audit.start()
         broker_for_jobs = build_broker(urls.redis)
         events = EventBus(broker)

@@ -25,9 +25,10 @@ __all__ = ["Authorizer", "RequestTrace"]
 class RequestTrace:
     """Where a decision was asked from: recorded with it."""
 
-    trace_id: str | None = None
+    trace_id: str | None = None  # the server's request id, never one a client chose
     client_addr: str | None = None
     job_id: str | None = None
+    client_request_id: str | None = None  # the client's X-Request-Id, kept apart
 
 
 def _now() -> datetime:
@@ -131,6 +132,7 @@ class Authorizer:
             trace_id=trace.trace_id,
             client_addr=trace.client_addr,
             job_id=trace.job_id,
+            client_request_id=trace.client_request_id,
             details={
                 "memory_notes": scope.memory,
                 "projects": sorted(scope.projects.names),
@@ -161,6 +163,7 @@ class Authorizer:
             trace_id=trace.trace_id,
             client_addr=trace.client_addr,
             job_id=trace.job_id,
+            client_request_id=trace.client_request_id,
             details={"policy_source": decision.policy_source} if decision.policy_source else {},
         )
 

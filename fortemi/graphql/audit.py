@@ -91,7 +91,10 @@ class AuditEntry:
     decision: str
     reason: str
     policy_version: str
-    trace_id: str | None
+    trace_id: str | None = strawberry.field(description="The server's id of the request")
+    client_request_id: str | None = strawberry.field(
+        description="The X-Request-Id the client sent, if any (as sent; not the trace id)"
+    )
     client_addr: str | None
     job_id: str | None
     details: JSON
@@ -202,7 +205,8 @@ class AuditQuery:
     @strawberry.field(description="Re-check every hash chain; the first broken row if any")
     async def audit_verify(self, info: Info, since: datetime | None = None) -> AuditVerification:
         await _as_auditor(info)
-        result = await log.verify(info.context.runtime.db, since=since)
+        runtime = info.context.runtime
+        result = await log.verify(runtime.db, runtime.audit.keyring, since=since)
         return AuditVerification(
             ok=result.ok,
             checked=result.checked,

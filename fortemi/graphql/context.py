@@ -56,6 +56,7 @@ class Context:
     runtime: Runtime
     request: Request | WebSocket
     request_id: str
+    client_request_id: str | None = None  # the client's X-Request-Id; never the trace id
     response: Response | WebSocket | None = None
     principal: Principal | None = None
     memory_name: str | None = None  # as asked for (header / connection_init), unvalidated
@@ -74,7 +75,11 @@ class Context:
     @property
     def trace(self) -> RequestTrace:
         client = self.request.client
-        return RequestTrace(trace_id=self.request_id, client_addr=client.host if client else None)
+        return RequestTrace(
+            trace_id=self.request_id,
+            client_addr=client.host if client else None,
+            client_request_id=self.client_request_id,
+        )
 
     async def memory(self) -> str:
         """The request's memory (header, else the default), entered: see :meth:`enter`."""

@@ -45,9 +45,15 @@ MEMORY_HEADER = "x-fortemi-memory"
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{8,64}")
 
 
-def _request_id(headers: Any) -> str:
+def _request_id() -> str:
+    """The server's id of a request: the audit log's trace id, so never the client's."""
+    return uuid.uuid4().hex
+
+
+def _client_request_id(headers: Any) -> str | None:
+    """The client's ``X-Request-Id`` when well-formed; recorded beside the trace id."""
     given = headers.get("x-request-id")
-    return given if given and _REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
+    return given if given and _REQUEST_ID.fullmatch(given) else None
 
 
 def _unauthenticated_response(exc: Unauthenticated, request_id: str) -> Response:
@@ -86,7 +92,7 @@ class GraphQLView(GraphQL[Context, None]):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST":
             request = Request(scope)
-            request_id = _request_id(request.headers)
+            request_id = _request_id()
             logs.request_id.set(request_id)
             try:
                 principal = await self.runtime.tokens.validate(
@@ -113,12 +119,13 @@ class GraphQLView(GraphQL[Context, None]):
 
     async def get_context(self, request: Request | WebSocket, response: Any) -> Context:
         principal: Principal | None = getattr(request.state, "principal", None)
-        request_id = getattr(request.state, "request_id", None) or _request_id(request.headers)
+        request_id = getattr(request.state, "request_id", None) or _request_id()
         logs.request_id.set(request_id)
         return Context(
             runtime=self.runtime,
             request=request,
             request_id=request_id,
+            client_request_id=_client_request_id(request.headers),
             response=response,
             principal=principal,
             memory_name=request.headers.get(MEMORY_HEADER),

@@ -129,6 +129,15 @@ class Settings(BaseSettings):
         description="Base64 of 32 bytes sealing stored secrets; share it across replicas. "
         "Default: a key file in the data directory",
     )
+    audit_key: SecretStr | None = Field(
+        default=None,
+        description="Base64 of 32 bytes keying the audit log's hash chain; share it across "
+        "replicas and keep it out of the database. Default: a key file in the data directory",
+    )
+    audit_retired_keys: SecretStr | None = Field(
+        default=None,
+        description="Comma-separated base64 audit keys used before a rotation; they only verify",
+    )
     webhook_allowed_networks: Annotated[list[str], NoDecode] = Field(
         default=[],
         description="CIDRs webhooks may reach although private (comma-separated); "

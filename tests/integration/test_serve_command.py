@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import signal
@@ -18,7 +19,7 @@ import httpx
 import psutil
 import pytest
 
-from fortemi.auth.audit import AuditRecord, AuditWriter
+from fortemi.auth.audit import AuditKeyring, AuditRecord, AuditWriter
 from fortemi.platform.database import Database
 from fortemi.platform.embedded import ServiceUrls
 from fortemi.platform.migrations import Migrations
@@ -198,12 +199,14 @@ async def test_audit_commands_verify_and_export_and_find_a_tampered_row(
     db = await Database.connect(fresh_database, min_size=1, max_size=2)
     try:
         await Migrations().migrate_shared(db)
-        async with AuditWriter(db) as writer:
+        key = os.urandom(32)
+        async with AuditWriter(db, keyring=AuditKeyring(key)) as writer:
             entries = await writer.append([_record(i) for i in range(5)])
         env = {
             **_env(tmp_path / "home", _free_port()),
             "DATABASE_URL": fresh_database,
             "REDIS_URL": service_urls.redis,
+            "FORTEMI_AUDIT_KEY": base64.b64encode(key).decode(),
         }
         command = [sys.executable, "-m", "fortemi", "audit"]
         code, out, err = await _run([*command, "verify"], env)

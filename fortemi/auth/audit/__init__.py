@@ -1,12 +1,16 @@
 """The tamper-evident audit log of authorization decisions.
 
 Every decision (allow and deny) becomes a row of ``public.rbac_audit_log`` through an
-:class:`AuditWriter` (the process's :class:`AuditSink`), hash-chained per writer segment
-(:mod:`.chain`), re-checkable with :func:`verify`, queried by auditors with
-:func:`list_entries` and :func:`stats`, and exported with :func:`export`.
+:class:`AuditWriter` (the process's :class:`AuditSink`), chained per writer segment with a
+keyed hash under the :class:`AuditKeyring`, segments chained in a registry (:mod:`.chain`),
+re-checkable with :func:`verify` (against heads exported with :func:`export_heads`),
+queried by auditors with :func:`list_entries` and :func:`stats`, and exported with
+:func:`export`.
 """
 
 from fortemi.auth.audit.export import export
+from fortemi.auth.audit.heads import export_heads, read_heads
+from fortemi.auth.audit.keys import AuditKeyring
 from fortemi.auth.audit.models import (
     AuditBucket,
     AuditEntry,
@@ -14,6 +18,7 @@ from fortemi.auth.audit.models import (
     AuditPage,
     AuditRecord,
     AuditSink,
+    Pin,
     Verification,
 )
 from fortemi.auth.audit.repository import list_entries, stats
@@ -24,13 +29,17 @@ __all__ = [
     "AuditBucket",
     "AuditEntry",
     "AuditFilter",
+    "AuditKeyring",
     "AuditPage",
     "AuditRecord",
     "AuditSink",
     "AuditWriter",
+    "Pin",
     "Verification",
     "export",
+    "export_heads",
     "list_entries",
+    "read_heads",
     "stats",
     "verify",
 ]

@@ -1,29 +1,60 @@
 """The hash chain that makes the audit log tamper-evident, specified so an auditor can
 re-implement it.
 
-Rows are chained per *segment*: a segment is the name of one writer instance (one process),
-so replicas never contend for a global lock. Within a segment, rows are numbered by ``seq``
-from 1 without gaps, and
+Every hash is a *keyed* BLAKE3 (``blake3(data, key=K).hexdigest()``, K 32 bytes) under the
+key named by the segment's ``key_id`` (:mod:`.keys`): without the key nobody can recompute
+a hash after editing a row, however much of the database they can write.
 
-* the first row's ``prev_hash`` is the genesis hash
-  ``blake3(utf8("fortemi-audit:" + segment)).hexdigest()``;
+**Segments and their registry.** Rows are chained per *segment*: a segment is the name of
+one writer instance (one process), so replicas never contend for a lock per decision. Each
+segment is registered once, as a row of ``rbac_audit_segment``, and the registrations are
+chained too: they are numbered by ``ordinal`` from 1 without gaps, and
+
+* ``link = H_K(ascii(prev_link) + registration)`` with ``K`` the registration's own key,
+  ``prev_link`` the previous registration's ``link`` (64 zeros for the first), and
+  ``registration`` the UTF-8 JSON array (serialised as below)::
+
+      ["segment", ordinal, segment, key_id, started_at, pins]
+
+  where ``pins`` is a list of ``[segment, seq, hash]`` (sorted): the head of the previous
+  registration's segment when this one started (``seq`` 0 and that segment's ``link`` if it
+  had no rows yet) and, for the first keyed registration of a log that has rows from
+  before keyed chaining, the heads of all those older, unkeyed segments.
+
+So deleting a whole segment, head included, leaves a gap in the ordinals (or a link that
+does not match, if the ordinals are renumbered); and the rows a pin names can no longer
+be deleted from the end of their segment unnoticed.
+
+**Rows.** Within a segment, rows are numbered by ``seq`` from 1 without gaps, and
+
+* the first row's ``prev_hash`` is its segment registration's ``link``;
 * each later row's ``prev_hash`` is the previous row's ``chain_hash``;
-* ``chain_hash = blake3(ascii(prev_hash) + canonical).hexdigest()``, where ``prev_hash`` is
-  64 lowercase hex characters (fixed length, so the concatenation is unambiguous) and
-  ``canonical`` is the UTF-8 encoding of the JSON array::
+* ``chain_hash = H_K(ascii(prev_hash) + canonical)``, where ``prev_hash`` is 64 lowercase
+  hex characters (fixed length, so the concatenation is unambiguous) and ``canonical`` is
+  the UTF-8 encoding of the JSON array::
 
       [segment, seq, at, user_id, groups, resource_type, resource_name, memory, action,
-       decision, reason, policy_version, trace_id, client_addr, job_id, details]
+       decision, reason, policy_version, trace_id, client_addr, job_id, details,
+       client_request_id]
 
-  serialised as Python's ``json.dumps(value, sort_keys=True, separators=(",", ":"),
-  ensure_ascii=False, allow_nan=False)``: ``seq`` a JSON integer; ``at`` the string
-  ``YYYY-MM-DDTHH:MM:SS.ffffff+00:00`` (UTC, always six fractional digits); ``groups`` an
-  array of strings in stored order; absent optional fields ``null``; ``details`` the JSON
-  object as stored (keys sorted at every level). JSON string escaping makes the encoding
-  unambiguous: no choice of field values can make two different rows serialise alike.
+JSON is serialised as Python's ``json.dumps(value, sort_keys=True, separators=(",", ":"),
+ensure_ascii=False, allow_nan=False)``: ``seq`` and ``ordinal`` JSON integers; ``at`` and
+``started_at`` the string ``YYYY-MM-DDTHH:MM:SS.ffffff+00:00`` (UTC, always six fractional
+digits); ``groups`` an array of strings in stored order; absent optional fields ``null``;
+``details`` the JSON object as stored (keys sorted at every level). JSON string escaping
+makes the encoding unambiguous: no choice of field values can make two rows serialise alike.
 
 The segment's head (``rbac_audit_segment.last_seq``/``last_hash``) is written with every
-batch, so rows deleted from the end of a chain are detected as well.
+batch, so rows deleted from the end of a chain are detected as well, as long as the head
+is not rolled back with them; exported heads (``fortemi audit heads``), kept apart from
+the database, catch that too.
+
+**Unkeyed segments** (``key_id`` null, no ordinal) were written before keyed chaining:
+their first ``prev_hash`` is ``blake3(utf8("fortemi-audit:" + segment))``, their
+``chain_hash`` the unkeyed ``blake3(ascii(prev_hash) + canonical)`` of the array above
+without its last element. Anyone can compute those, so they verify only as far as the
+first keyed registration pins them: an unpinned unkeyed segment, or a row past its pin, is
+a break.
 
 What is hashed must be exactly what PostgreSQL gives back, so records are brought to their
 *stored form* before hashing (:func:`stored_form`): jsonb prints numbers in plain decimal
@@ -37,45 +68,65 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import replace
-from datetime import UTC
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 from blake3 import blake3
 
-from fortemi.auth.audit.models import AuditRecord
+from fortemi.auth.audit.models import AuditRecord, Registration
 from fortemi.platform.errors import BadUserInput
 
 __all__ = [
     "DECISIONS",
     "GENESIS_PREFIX",
+    "ROOT_LINK",
     "canonical_bytes",
     "chain_hash",
     "format_at",
-    "genesis_hash",
+    "format_time",
+    "registration_link",
     "stored_form",
+    "unkeyed_chain_hash",
+    "unkeyed_genesis_hash",
 ]
 
 GENESIS_PREFIX = "fortemi-audit:"
+ROOT_LINK = "0" * 64
 DECISIONS = frozenset({"allow", "deny"})
 # Below this magnitude Python's repr of a float has no exponent and jsonb prints the same
 # digits back; from here on repr switches to exponent notation, which jsonb expands.
 _PLAIN_FLOAT_LIMIT = 1e16
 
 
-def genesis_hash(segment: str) -> str:
-    """The ``prev_hash`` of a segment's first row."""
-    return blake3((GENESIS_PREFIX + segment).encode("utf-8")).hexdigest()
+def _dumps(value: Any) -> bytes:
+    text = json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+    return text.encode("utf-8")
+
+
+def _keyed(key: bytes, prev: str, data: bytes) -> str:
+    # UTF-8, not ASCII: identical for every hash we write, and a tampered, non-hex
+    # prev value must make verification report a break, not crash.
+    hasher = blake3(prev.encode("utf-8"), key=key)
+    hasher.update(data)
+    return hasher.hexdigest()
+
+
+def format_time(moment: datetime) -> str:
+    """A time as hashed (and exported): ISO 8601 in UTC with microseconds."""
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def format_at(record: AuditRecord) -> str:
-    """``at`` as hashed (and exported): ISO 8601 in UTC with microseconds."""
-    return record.at.astimezone(UTC).isoformat(timespec="microseconds")
+    """``at`` as hashed (and exported)."""
+    return format_time(record.at)
 
 
-def canonical_bytes(segment: str, seq: int, record: AuditRecord) -> bytes:
+def canonical_bytes(segment: str, seq: int, record: AuditRecord, *, keyed: bool = True) -> bytes:
     """The unambiguous serialisation of one row's content (see the module docstring)."""
-    value = [
+    value: list[Any] = [
         segment,
         seq,
         format_at(record),
@@ -93,21 +144,39 @@ def canonical_bytes(segment: str, seq: int, record: AuditRecord) -> bytes:
         record.job_id,
         record.details,
     ]
-    text = json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
-    return text.encode("utf-8")
+    if keyed:
+        value.append(record.client_request_id)
+    return _dumps(value)
 
 
-def chain_hash(prev_hash: str, segment: str, seq: int, record: AuditRecord) -> str:
-    """The ``chain_hash`` of row ``seq`` of ``segment``, whose predecessor hashed to ``prev_hash``.
+def chain_hash(key: bytes, prev_hash: str, segment: str, seq: int, record: AuditRecord) -> str:
+    """The ``chain_hash`` of row ``seq`` of ``segment``, whose predecessor hashed to
+    ``prev_hash``, under ``key``."""
+    return _keyed(key, prev_hash, canonical_bytes(segment, seq, record))
 
-    See the module docstring for the exact bytes hashed.
-    """
-    # UTF-8, not ASCII: identical for every hash we write, and a tampered, non-hex
-    # prev_hash must make verification report a break, not crash.
+
+def registration_link(key: bytes, prev_link: str, registration: Registration) -> str:
+    """The ``link`` of a segment registration (see the module docstring)."""
+    value = [
+        "segment",
+        registration.ordinal,
+        registration.segment,
+        registration.key_id,
+        format_time(registration.started_at),
+        [[pin.segment, pin.seq, pin.hash] for pin in sorted(registration.pins)],
+    ]
+    return _keyed(key, prev_link, _dumps(value))
+
+
+def unkeyed_genesis_hash(segment: str) -> str:
+    """The ``prev_hash`` of an unkeyed segment's first row."""
+    return blake3((GENESIS_PREFIX + segment).encode("utf-8")).hexdigest()
+
+
+def unkeyed_chain_hash(prev_hash: str, segment: str, seq: int, record: AuditRecord) -> str:
+    """The ``chain_hash`` of a row of an unkeyed segment (written before keyed chaining)."""
     hasher = blake3(prev_hash.encode("utf-8"))
-    hasher.update(canonical_bytes(segment, seq, record))
+    hasher.update(canonical_bytes(segment, seq, record, keyed=False))
     return hasher.hexdigest()
 
 
@@ -186,5 +255,6 @@ def stored_form(record: AuditRecord) -> AuditRecord:
         trace_id=_text(record.trace_id, "trace_id", optional=True),
         client_addr=_text(record.client_addr, "client_addr", optional=True),
         job_id=_text(record.job_id, "job_id", optional=True),
+        client_request_id=_text(record.client_request_id, "client_request_id", optional=True),
         details=_json(record.details, ""),
     )

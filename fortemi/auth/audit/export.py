@@ -52,6 +52,7 @@ def to_row(entry: AuditEntry) -> dict[str, Any]:
         "reason": r.reason,
         "policy_version": r.policy_version,
         "trace_id": r.trace_id,
+        "client_request_id": r.client_request_id,
         "client_addr": r.client_addr,
         "job_id": r.job_id,
         "details": r.details,

@@ -17,6 +17,8 @@ __all__ = [
     "AuditSink",
     "Bucket",
     "GroupBy",
+    "Pin",
+    "Registration",
     "Verification",
 ]
 
@@ -42,6 +44,8 @@ class AuditRecord:
     client_addr: str | None = None
     job_id: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    # The X-Request-Id a client sent, if valid; trace_id is always the server's own.
+    client_request_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +58,29 @@ class AuditEntry:
     seq: int
     prev_hash: str
     chain_hash: str
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Pin:
+    """A segment's head as a later registration (or an exported head) saw it: the row
+    ``seq`` of ``segment`` hashed to ``hash`` (``seq`` 0: the segment's genesis)."""
+
+    segment: str
+    seq: int
+    hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    """A keyed segment's entry in the chained registry (:mod:`.chain` has the format)."""
+
+    ordinal: int
+    segment: str
+    key_id: str
+    started_at: datetime  # aware UTC
+    pins: tuple[Pin, ...]
+    prev_link: str
+    link: str
 
 
 class AuditSink(Protocol):

@@ -49,7 +49,8 @@ __all__ = [
 
 COLUMNS = (
     "id, at, user_id, groups, resource_type, resource_name, memory, action, decision, reason, "
-    "policy_version, trace_id, client_addr, job_id, details, segment, seq, prev_hash, chain_hash"
+    "policy_version, trace_id, client_request_id, client_addr, job_id, details, segment, seq, "
+    "prev_hash, chain_hash"
 )
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
@@ -98,6 +99,7 @@ def entry_from_row(row: asyncpg.Record) -> AuditEntry:
         client_addr=row["client_addr"],
         job_id=row["job_id"],
         details=row["details"],
+        client_request_id=row["client_request_id"],
     )
     return AuditEntry(
         row["id"], record, row["segment"], row["seq"], row["prev_hash"], row["chain_hash"]

@@ -1,5 +1,7 @@
 """The audit writer: group commit of decisions into this process's hash chain.
 
+On ``start()`` the writer registers its segment in the chained segment registry, under
+the keyring's current key (:mod:`.chain`); every row it writes is hashed with that key.
 Callers enqueue records and wait; one background task takes everything queued (whole
 calls, up to ``max_batch`` records), numbers and chains them (:mod:`.chain`), and writes
 the batch and the segment's new head in ONE statement (so in one transaction), then wakes
@@ -25,6 +27,7 @@ Contract (the :class:`~fortemi.auth.audit.models.AuditSink` one, made exact):
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import logging
 import os
@@ -35,9 +38,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 
-from fortemi.auth.audit.chain import chain_hash, genesis_hash, stored_form
-from fortemi.auth.audit.models import AuditEntry, AuditRecord
-from fortemi.platform.database import Database
+from fortemi.auth.audit.chain import ROOT_LINK, chain_hash, registration_link, stored_form
+from fortemi.auth.audit.keys import AuditKeyring
+from fortemi.auth.audit.models import AuditEntry, AuditRecord, Pin, Registration
+from fortemi.platform.database import Connection, Database
 from fortemi.platform.errors import Unavailable
 from fortemi.platform.metrics import AUDIT_WRITE_SECONDS
 
@@ -48,10 +52,22 @@ log = logging.getLogger(__name__)
 REFUSED = "The audit log is unavailable; the request was refused"
 OnCommitted = Callable[[Sequence[AuditEntry]], Awaitable[None]]
 
+# Registrations are numbered and chained one after another, so they are serialised by a
+# transaction-scoped lock; a process registers once, so the lock is never contended for long.
+_REGISTRY_LOCK = "SELECT pg_advisory_xact_lock(hashtext('fortemi.audit.segment-registry'))"
+_SEGMENT = "SELECT key_id FROM public.rbac_audit_segment WHERE segment = $1"
+_LAST_REGISTRATION = """
+SELECT ordinal, segment, last_seq, last_hash, link FROM public.rbac_audit_segment
+WHERE ordinal IS NOT NULL ORDER BY ordinal DESC LIMIT 1
+"""
+_UNKEYED_HEADS = """
+SELECT segment, last_seq, last_hash FROM public.rbac_audit_segment WHERE ordinal IS NULL
+"""
 _REGISTER = """
-INSERT INTO public.rbac_audit_segment (segment, host, pid, last_seq, last_hash)
-VALUES ($1, $2, $3, 0, $4)
-ON CONFLICT (segment) DO NOTHING
+INSERT INTO public.rbac_audit_segment
+    (segment, host, pid, last_seq, last_hash, started_at, ordinal, key_id, pins, prev_link,
+     link)
+VALUES ($1, $2, $3, 0, $9, $4, $5, $6, $7::jsonb, $8, $9)
 """
 
 _HEAD = "SELECT last_seq, last_hash FROM public.rbac_audit_segment WHERE segment = $1"
@@ -68,20 +84,20 @@ WITH head AS (
 )
 INSERT INTO public.rbac_audit_log
     (at, user_id, groups, resource_type, resource_name, memory, action, decision, reason,
-     policy_version, trace_id, client_addr, job_id, details, segment, seq, prev_hash,
-     chain_hash)
+     policy_version, trace_id, client_addr, job_id, details, client_request_id, segment,
+     seq, prev_hash, chain_hash)
 SELECT r.at, r.user_id, ARRAY(SELECT jsonb_array_elements_text(r.groups::jsonb)),
        r.resource_type, r.resource_name, r.memory, r.action, r.decision, r.reason,
        r.policy_version, r.trace_id, r.client_addr, r.job_id, r.details::jsonb,
-       head.segment, $4 + r.n, r.prev_hash, r.chain_hash
+       r.client_request_id, head.segment, $4 + r.n, r.prev_hash, r.chain_hash
 FROM head,
      unnest($6::timestamptz[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
             $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[],
-            $18::text[], $19::text[], $20::text[], $21::text[])
+            $18::text[], $19::text[], $20::text[], $21::text[], $22::text[])
          WITH ORDINALITY
          AS r(at, user_id, groups, resource_type, resource_name, memory, action, decision,
-              reason, policy_version, trace_id, client_addr, job_id, details, prev_hash,
-              chain_hash, n)
+              reason, policy_version, trace_id, client_addr, job_id, details,
+              client_request_id, prev_hash, chain_hash, n)
 ORDER BY r.n
 RETURNING id, seq
 """
@@ -109,6 +125,7 @@ class AuditWriter:
         self,
         db: Database,
         *,
+        keyring: AuditKeyring,
         segment: str | None = None,
         max_batch: int = 500,
         on_committed: OnCommitted | None = None,
@@ -117,6 +134,8 @@ class AuditWriter:
         if max_batch < 1 or notify_backlog < 1:
             raise ValueError("max_batch and notify_backlog must be positive")
         self._db = db
+        self.keyring = keyring
+        self._key = keyring.current
         self.segment = segment if segment is not None else default_segment()
         self._max_batch = max_batch
         self._on_committed = on_committed
@@ -135,14 +154,21 @@ class AuditWriter:
         return self._head
 
     async def start(self) -> None:
-        """Register the segment (or resume it, if it exists) and start the writer task."""
+        """Register the segment (or resume it, if it exists) and start the writer task.
+
+        A new segment is chained to the registration before it and pins that segment's
+        head (:mod:`.chain`). Resuming a segment needs the key it was chained under.
+        """
         if self._task is not None:
             raise RuntimeError("AuditWriter.start() was already awaited")
         async with self._db.connection() as conn:
-            await conn.execute(
-                _REGISTER, self.segment, socket.gethostname(), os.getpid(),
-                genesis_hash(self.segment),
-            )  # fmt: skip
+            async with conn.transaction():
+                await conn.execute(_REGISTRY_LOCK)
+                existing = await conn.fetchrow(_SEGMENT, self.segment)
+                if existing is None:
+                    await self._register(conn)
+                else:
+                    self._key = self._resumed_key(existing["key_id"])
             row = await conn.fetchrow(_HEAD, self.segment)
         if row is None:  # just inserted, unless someone deleted it in between
             raise _HeadMoved(f"segment {self.segment} vanished while it was registered")
@@ -152,6 +178,41 @@ class AuditWriter:
             self._notifier = asyncio.create_task(
                 self._notify(self._on_committed), name=f"audit-notifier {self.segment}"
             )
+
+    async def _register(self, conn: Connection) -> None:
+        last = await conn.fetchrow(_LAST_REGISTRATION)
+        if last is None:
+            # The first keyed segment anchors every segment written before keyed chaining.
+            unkeyed = await conn.fetch(_UNKEYED_HEADS)
+            ordinal, prev_link = 1, ROOT_LINK
+            pins = tuple(Pin(r["segment"], r["last_seq"], r["last_hash"]) for r in unkeyed)
+        else:
+            ordinal, prev_link = last["ordinal"] + 1, last["link"]
+            pins = (Pin(last["segment"], last["last_seq"], last["last_hash"]),)
+        unlinked = Registration(
+            ordinal=ordinal,
+            segment=self.segment,
+            key_id=self.keyring.current_id,
+            started_at=dt.datetime.now(dt.UTC),
+            pins=tuple(sorted(pins)),
+            prev_link=prev_link,
+            link="",
+        )
+        link = registration_link(self._key, prev_link, unlinked)
+        pins_json = json.dumps([[p.segment, p.seq, p.hash] for p in unlinked.pins])
+        await conn.execute(
+            _REGISTER, self.segment, socket.gethostname(), os.getpid(), unlinked.started_at,
+            ordinal, unlinked.key_id, pins_json, prev_link, link,
+        )  # fmt: skip
+
+    def _resumed_key(self, kid: str | None) -> bytes:
+        key = None if kid is None else self.keyring.get(kid)
+        if key is None:
+            raise ValueError(
+                f"audit segment {self.segment} is chained under key {kid or '(none: unkeyed)'}, "
+                "which the keyring does not hold; start a new segment"
+            )
+        return key
 
     async def close(self) -> None:
         """Refuse new records, commit (or refuse) everything queued, then stop.
@@ -286,7 +347,7 @@ class AuditWriter:
         first_seq, prev = head[0] + 1, head[1]
         links: list[tuple[str, str]] = []
         for seq, record in enumerate(records, first_seq):
-            current = chain_hash(prev, self.segment, seq, record)
+            current = chain_hash(self._key, prev, self.segment, seq, record)
             links.append((prev, current))
             prev = current
         last_seq = head[0] + len(records)
@@ -332,6 +393,7 @@ def _columns(records: list[AuditRecord], links: list[tuple[str, str]]) -> list[l
         [r.client_addr for r in records],
         [r.job_id for r in records],
         [json.dumps(r.details, ensure_ascii=False) for r in records],
+        [r.client_request_id for r in records],
         [prev for prev, _ in links],
         [current for _, current in links],
     ]

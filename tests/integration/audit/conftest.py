@@ -17,6 +17,7 @@ from fortemi.auth.audit import AuditWriter
 from fortemi.platform.database import Database
 from fortemi.platform.embedded import ServiceUrls
 from fortemi.platform.migrations import Migrations
+from tests.integration.audit.helpers import KEYRING
 
 
 def _dsn(service_urls: ServiceUrls, name: str) -> str:
@@ -63,5 +64,5 @@ async def audit_db(fresh_dsn: str) -> AsyncIterator[Database]:
 @pytest.fixture
 async def writer(audit_db: Database) -> AsyncIterator[AuditWriter]:
     """A started writer on the test's database, closed afterwards."""
-    async with AuditWriter(audit_db, segment="seg-a") as started:
+    async with AuditWriter(audit_db, keyring=KEYRING, segment="seg-a") as started:
         yield started

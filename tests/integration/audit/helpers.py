@@ -6,10 +6,13 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from fortemi.auth.audit import AuditRecord, Verification
+from fortemi.auth.audit import AuditKeyring, AuditRecord, Verification
 from fortemi.platform.database import Database
 
 BASE_TIME = datetime(2024, 5, 17, 12, 0, tzinfo=UTC)
+# The chain's key in these tests; a real deployment's lives outside the database.
+KEY = bytes(range(32))
+KEYRING = AuditKeyring(KEY)
 
 
 def record(**changes: Any) -> AuditRecord:

@@ -16,9 +16,9 @@ from fortemi.auth.audit.export import FIELDS
 from fortemi.auth.audit.models import AuditRecord
 from fortemi.platform.database import Database
 from fortemi.platform.errors import BadUserInput
-from tests.integration.audit.helpers import BASE_TIME, record
+from tests.integration.audit.helpers import BASE_TIME, KEY, record
 
-NULLABLE = {"resource_name", "memory", "trace_id", "client_addr", "job_id"}
+NULLABLE = {"resource_name", "memory", "trace_id", "client_request_id", "client_addr", "job_id"}
 
 
 @pytest.fixture
@@ -81,7 +81,8 @@ async def test_json_lines_carry_what_an_auditor_needs_to_recheck_the_chain(
             **{**content, "at": datetime.fromisoformat(row["at"]), "groups": tuple(row["groups"])}
         )
         assert (
-            chain_hash(row["prev_hash"], row["segment"], row["seq"], rebuilt) == row["chain_hash"]
+            chain_hash(KEY, row["prev_hash"], row["segment"], row["seq"], rebuilt)
+            == row["chain_hash"]
         )
 
 

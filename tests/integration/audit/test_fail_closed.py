@@ -9,7 +9,7 @@ import pytest
 from fortemi.auth.audit import AuditWriter, verify
 from fortemi.platform.database import Database
 from fortemi.platform.errors import BadUserInput, Unavailable
-from tests.integration.audit.helpers import execute, head_row, ids_by_seq, record, verified
+from tests.integration.audit.helpers import KEYRING, execute, head_row, ids_by_seq, record, verified
 
 _REFUSE = """
 CREATE FUNCTION refuse_audit() RETURNS trigger LANGUAGE plpgsql
@@ -56,11 +56,11 @@ async def test_a_refused_batch_fails_every_caller_and_the_chain_continues_after_
     [entry] = await writer.append([record(user_id="after")])
     assert (entry.seq, entry.prev_hash) == (3, committed[1])
     assert sorted(await ids_by_seq(audit_db, writer.segment)) == [1, 2, 3]
-    assert await verify(audit_db) == verified(3)
+    assert await verify(audit_db, KEYRING) == verified(3)
 
 
 async def test_a_closed_database_refuses_the_caller(audit_db: Database) -> None:
-    writer = AuditWriter(audit_db, segment="gone")
+    writer = AuditWriter(audit_db, keyring=KEYRING, segment="gone")
     await writer.start()
     try:
         await audit_db.close()
@@ -84,4 +84,4 @@ async def test_a_record_the_log_cannot_store_is_refused_alone(
     assert isinstance(outcomes[1], ValueError)
     assert isinstance(outcomes[2], BadUserInput)
     assert outcomes[3] is None
-    assert await verify(audit_db) == verified(2)
+    assert await verify(audit_db, KEYRING) == verified(2)

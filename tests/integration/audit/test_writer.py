@@ -11,10 +11,16 @@ from datetime import timedelta
 import pytest
 
 from fortemi.auth.audit import AuditEntry, AuditWriter, list_entries, verify
-from fortemi.auth.audit.chain import genesis_hash
 from fortemi.platform.database import Database
 from fortemi.platform.errors import Unavailable
-from tests.integration.audit.helpers import BASE_TIME, head_row, ids_by_seq, record, verified
+from tests.integration.audit.helpers import (
+    BASE_TIME,
+    KEYRING,
+    head_row,
+    ids_by_seq,
+    record,
+    verified,
+)
 
 
 async def test_records_round_trip_with_every_field(writer: AuditWriter, audit_db: Database) -> None:
@@ -38,7 +44,10 @@ async def test_records_round_trip_with_every_field(writer: AuditWriter, audit_db
     [(_, stored)] = page.items
     assert stored == entry
     assert stored.record == written
-    assert (stored.segment, stored.seq, stored.prev_hash) == ("seg-a", 1, genesis_hash("seg-a"))
+    link = await audit_db.fetchval(
+        "SELECT link FROM public.rbac_audit_segment WHERE segment = 'seg-a'"
+    )
+    assert (stored.segment, stored.seq, stored.prev_hash) == ("seg-a", 1, link)
     assert await head_row(audit_db, "seg-a") == (1, entry.chain_hash)
 
 
@@ -62,7 +71,7 @@ async def test_details_that_jsonb_rewrites_still_verify(
     assert json.dumps(stored.record.details, sort_keys=True) == json.dumps(
         entry.record.details, sort_keys=True
     )
-    assert await verify(audit_db) == verified(1)
+    assert await verify(audit_db, KEYRING) == verified(1)
 
 
 async def test_500_concurrent_calls_are_all_stored_in_order_and_the_chain_verifies(
@@ -73,7 +82,9 @@ async def test_500_concurrent_calls_are_all_stored_in_order_and_the_chain_verifi
     async def committed(entries: Sequence[AuditEntry]) -> None:
         batches.append(len(entries))
 
-    async with AuditWriter(audit_db, segment="busy", max_batch=100, on_committed=committed) as w:
+    async with AuditWriter(
+        audit_db, keyring=KEYRING, segment="busy", max_batch=100, on_committed=committed
+    ) as w:
 
         async def call(i: int) -> list[AuditEntry]:
             records = [
@@ -97,13 +108,13 @@ async def test_500_concurrent_calls_are_all_stored_in_order_and_the_chain_verifi
     assert sum(batches) == total
     assert len(batches) < 500
     assert max(batches) <= 100
-    assert await verify(audit_db) == verified(total)
+    assert await verify(audit_db, KEYRING) == verified(total)
 
 
 async def test_a_call_larger_than_max_batch_is_stored_whole_and_contiguous(
     audit_db: Database,
 ) -> None:
-    async with AuditWriter(audit_db, segment="small", max_batch=3) as w:
+    async with AuditWriter(audit_db, keyring=KEYRING, segment="small", max_batch=3) as w:
         big = [record(details={"pos": p}) for p in range(7)]
         results = await asyncio.gather(
             w.append([record(user_id="x")]), w.append(big), w.append([record(user_id="y")])
@@ -111,27 +122,30 @@ async def test_a_call_larger_than_max_batch_is_stored_whole_and_contiguous(
     seqs = [e.seq for e in results[1]]
     assert seqs == list(range(seqs[0], seqs[0] + 7))
     assert [e.record.details["pos"] for e in results[1]] == list(range(7))
-    assert (await verify(audit_db)).ok
+    assert (await verify(audit_db, KEYRING)).ok
 
 
 async def test_a_restarted_writer_continues_its_segment(audit_db: Database) -> None:
-    async with AuditWriter(audit_db, segment="again") as first:
+    async with AuditWriter(audit_db, keyring=KEYRING, segment="again") as first:
         await first.record([record(), record()])
-    async with AuditWriter(audit_db, segment="again") as second:
+    async with AuditWriter(audit_db, keyring=KEYRING, segment="again") as second:
         [entry] = await second.append([record()])
     assert entry.seq == 3
-    assert await verify(audit_db) == verified(3)
+    assert await verify(audit_db, KEYRING) == verified(3)
 
 
 async def test_writers_get_distinct_default_segments(audit_db: Database) -> None:
-    async with AuditWriter(audit_db) as a, AuditWriter(audit_db) as b:
+    async with (
+        AuditWriter(audit_db, keyring=KEYRING) as a,
+        AuditWriter(audit_db, keyring=KEYRING) as b,
+    ):
         await asyncio.gather(a.record([record()]), b.record([record()]))
     assert a.segment != b.segment
-    assert await verify(audit_db) == verified(2)
+    assert await verify(audit_db, KEYRING) == verified(2)
 
 
 async def test_close_commits_what_is_queued_then_refuses_new_records(audit_db: Database) -> None:
-    w = AuditWriter(audit_db, segment="closing")
+    w = AuditWriter(audit_db, keyring=KEYRING, segment="closing")
     await w.start()
     pending = [asyncio.create_task(w.append([record(details={"i": i})])) for i in range(20)]
     await asyncio.sleep(0)  # the calls are queued
@@ -146,7 +160,7 @@ async def test_close_commits_what_is_queued_then_refuses_new_records(audit_db: D
 
 async def test_record_before_start_is_a_programming_error(audit_db: Database) -> None:
     with pytest.raises(RuntimeError, match="start"):
-        await AuditWriter(audit_db).record([record()])
+        await AuditWriter(audit_db, keyring=KEYRING).record([record()])
 
 
 async def test_on_committed_sees_every_batch_in_order_and_its_failure_is_only_logged(
@@ -159,7 +173,7 @@ async def test_on_committed_sees_every_batch_in_order_and_its_failure_is_only_lo
         raise ConnectionError("redis is down")
 
     with caplog.at_level(logging.ERROR, logger="fortemi.auth.audit.writer"):
-        async with AuditWriter(audit_db, segment="pub", on_committed=flaky) as w:
+        async with AuditWriter(audit_db, keyring=KEYRING, segment="pub", on_committed=flaky) as w:
             for i in range(3):
                 await w.record([record(details={"i": i}), record(details={"i": i})])
     assert seen == [1, 2, 3, 4, 5, 6]
@@ -174,7 +188,7 @@ async def test_a_slow_subscriber_does_not_hold_up_the_audit_write(audit_db: Data
         await release.wait()
         announced.extend(e.seq for e in entries)
 
-    async with AuditWriter(audit_db, segment="slow", on_committed=slow) as w:
+    async with AuditWriter(audit_db, keyring=KEYRING, segment="slow", on_committed=slow) as w:
         for _ in range(5):
             await w.record([record()])  # returns although the subscriber is stuck
         assert announced == []
@@ -186,8 +200,8 @@ async def test_a_second_writer_on_the_same_segment_cannot_fork_the_chain(
     audit_db: Database,
 ) -> None:
     async with (
-        AuditWriter(audit_db, segment="twin") as a,
-        AuditWriter(audit_db, segment="twin") as b,
+        AuditWriter(audit_db, keyring=KEYRING, segment="twin") as a,
+        AuditWriter(audit_db, keyring=KEYRING, segment="twin") as b,
     ):
         await a.record([record(), record(), record()])
         # b still believes the head is at seq 0: its batch is refused, nothing is written.
@@ -204,7 +218,7 @@ async def test_a_second_writer_on_the_same_segment_cannot_fork_the_chain(
             await a.record([record(user_id="a")])
         [entry] = await a.append([record(user_id="a")])
         assert entry.seq == 5
-    assert await verify(audit_db) == verified(5)
+    assert await verify(audit_db, KEYRING) == verified(5)
 
 
 async def test_stored_times_keep_their_microseconds(
