@@ -79,13 +79,16 @@ class Context:
         decision = await self.runtime.authorizer.decide(self.caller, action, resource, self.trace)
         return decision.allowed
 
-    async def visibility(self, memory: str, *, authorize_read: bool = False) -> NoteVisibility:
+    async def visibility(
+        self, memory: str, *, authorize_read: bool = False, fresh: bool = False
+    ) -> NoteVisibility:
         """What the caller may read in ``memory``, computed (and recorded) once per request.
 
         ``authorize_read``: first check that the caller may read the memory at all
-        (FORBIDDEN if not), decided and recorded together with the scope.
+        (FORBIDDEN if not), decided and recorded together with the scope. ``fresh``:
+        decide again even if computed before (a subscription after a policy change).
         """
-        if memory in self._visibility:
+        if memory in self._visibility and not fresh:
             if authorize_read:
                 await self.authorize(Action.READ, Resource.of_memory(memory))
             return self._visibility[memory]
@@ -95,6 +98,11 @@ class Context:
         )
         self._visibility[memory] = visibility_of(scope)
         return self._visibility[memory]
+
+    def forget_read_scopes(self) -> None:
+        """Drop the read scopes computed so far: the next operation of a WebSocket (which
+        keeps one context for all of them) decides under the policies then in force."""
+        self._visibility.clear()
 
     async def notify(self, event: Event) -> None:
         """Publish ``event`` after the change it reports committed. A failure is logged,

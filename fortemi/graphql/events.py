@@ -1,9 +1,13 @@
 """Live events over graphql-transport-ws: what changed, as it happens.
 
 Each subscription is scoped to the request's memory and to what the subscriber may read
-(the same read scope lists use, computed once when it starts), ends when the token
-expires, and can resume after the last event id it saw; an id older than the replay
-buffer is answered with CONFLICT (reason ``resync_required``): re-read, then resubscribe.
+(the same read scope lists use), ends when the token expires, and can resume after the
+last event id it saw; an id older than the replay buffer is answered with CONFLICT
+(reason ``resync_required``): re-read, then resubscribe. Access is decided when the
+subscription starts and again, before the next event is delivered, whenever the policies
+in force or the subscriber's token changed: events are filtered by the read scope then in
+force, and a subscriber who may no longer read the memory (or the followed job) gets
+FORBIDDEN (NOT_FOUND for a job) and the stream ends.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from strawberry.scalars import JSON
 from fortemi.auth.decision import Action, Resource
 from fortemi.graphql.context import Info
 from fortemi.graphql.jobs import visible_job
-from fortemi.graphql.subscriptions import until_token_expires
+from fortemi.graphql.subscriptions import Reauthorized, until_token_expires
 from fortemi.platform import events as bus
 from fortemi.platform.errors import BadUserInput
 from fortemi.platform.ids import parse_id, to_global_id
@@ -63,11 +67,16 @@ class EventSubscription:
     ) -> AsyncGenerator[Event, None]:
         context = info.context
         memory = await context.memory()
-        visible = await context.visibility(memory, authorize_read=True)
+        access = Reauthorized(
+            info, lambda: context.visibility(memory, authorize_read=True, fresh=True)
+        )
+        await access.current()
         wanted = set(types or ())
         source = context.runtime.events.subscribe(after=after)
         try:
             async for event in until_token_expires(info, source):
+                # Before any filter: a subscriber who lost access hears so at the next event.
+                visible = await access.current()
                 if event.memory != memory or event.entity_type != "note":
                     continue
                 if wanted and event.type not in wanted:
@@ -100,12 +109,21 @@ class EventSubscription:
         if job_id is not None:
             job = await visible_job(info, parse_id(job_id, "Job"))
             memory, followed = job.memory, to_global_id("Job", job.id)
+
+            async def decide() -> object:
+                return await visible_job(info, job.id)
         else:
             memory, followed = await context.memory(), None
-            await context.authorize(Action.READ, Resource.of_memory(memory))
+
+            async def decide() -> object:
+                return await context.authorize(Action.READ, Resource.of_memory(memory))
+
+        access = Reauthorized(info, decide)
+        await access.current()
         source = context.runtime.events.subscribe(after=after)
         try:
             async for event in until_token_expires(info, source):
+                await access.current()
                 if event.entity_type != "job" or event.memory != memory:
                     continue
                 if followed is not None and followed not in (event.entity_id, event.correlation_id):

@@ -1,30 +1,68 @@
-"""What every subscription shares: it ends when the subscriber's token expires.
+"""What every subscription shares: it holds only while the subscriber's access does.
 
-A WebSocket authenticates once, in ``connection_init``; without this, a subscription
-opened with a five-minute token would stream for as long as the socket stays open.
+A WebSocket authenticates once, in ``connection_init``, and a subscription decides access
+when it starts; without this, a subscription opened with a five-minute token, or by a
+subscriber whose access a policy change has since removed, would stream for as long as
+the socket stays open. So a subscription ends when the token it runs under expires (a
+renewed token moves that moment; see :mod:`fortemi.graphql.websocket`), and
+:class:`Reauthorized` re-decides its access whenever the policies in force or the
+caller's credential changed, before each event is delivered.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Generic, TypeVar
 
+from fortemi.auth.principal import Principal
 from fortemi.graphql.context import Info
 
-__all__ = ["until", "until_token_expires"]
+__all__ = ["Reauthorized", "until", "until_token_expires"]
 
 T = TypeVar("T")
 
 
 def until_token_expires(info: Info, source: AsyncIterator[T]) -> AsyncIterator[T]:
     """Items of ``source`` until the caller's token expires, then stop."""
-    return until(info.context.caller.expires_at, source)
+    return until(lambda: info.context.caller.expires_at, source)
 
 
-async def until(deadline: datetime, source: AsyncIterator[T]) -> AsyncIterator[T]:
+class Reauthorized(Generic[T]):
+    """A subscription's access decision, made again whenever the policy set in force or
+    the caller's principal changed since it was last made.
+
+    ``decide`` raises (FORBIDDEN, NOT_FOUND) when access is gone, which ends the stream
+    with that error; otherwise it returns what filters the events (a read scope). Asking
+    costs one comparison while nothing changed: the policy provider serves its set from
+    memory and learns of changes elsewhere through the shared generation counter. Each
+    re-decision is recorded in the audit log like any other.
+    """
+
+    def __init__(self, info: Info, decide: Callable[[], Awaitable[T]]) -> None:
+        self._info = info
+        self._decide = decide
+        # (policy set version, principal) -> what was decided under them
+        self._decided: tuple[tuple[str, Principal], T] | None = None
+
+    async def current(self) -> T:
+        """The decision under the policies in force now; raises if access is gone."""
+        context = self._info.context
+        policies = await context.runtime.policies.snapshot()
+        key = (policies.version, context.caller)
+        if self._decided is None or self._decided[0] != key:
+            self._decided = (key, await self._decide())
+        return self._decided[1]
+
+
+async def until(
+    deadline: datetime | Callable[[], datetime], source: AsyncIterator[T]
+) -> AsyncIterator[T]:
     """Items of ``source`` until ``deadline``, then stop, even while waiting for one.
+
+    A callable ``deadline`` is asked again when the timer runs out: if the moment moved
+    later (a renewed token), the timer is set for it instead of stopping.
 
     One timer for the whole subscription, not ``asyncio.timeout`` around each item: a
     cancelled timer stays scheduled until its deadline, so an hour-long token leaked three
@@ -33,19 +71,29 @@ async def until(deadline: datetime, source: AsyncIterator[T]) -> AsyncIterator[T
     for the next item if one is under way (as ``asyncio.timeout`` would), else the next
     iteration sees the flag and stops without waiting.
     """
-    remaining = (deadline - datetime.now(UTC)).total_seconds()
-    if remaining <= 0:
+
+    def remaining() -> float:
+        moment = deadline() if callable(deadline) else deadline
+        return (moment - datetime.now(UTC)).total_seconds()
+
+    if remaining() <= 0:
         return
+    loop = asyncio.get_running_loop()
     waiting: asyncio.Task[object] | None = None
     expired = False
+    timer: asyncio.TimerHandle
 
     def expire() -> None:
-        nonlocal expired
+        nonlocal expired, timer
+        left = remaining()
+        if left > 0:
+            timer = loop.call_later(left, expire)
+            return
         expired = True
         if waiting is not None:
             waiting.cancel()
 
-    timer = asyncio.get_running_loop().call_later(remaining, expire)
+    timer = loop.call_later(remaining(), expire)
     try:
         while not expired:
             waiting = asyncio.current_task()
