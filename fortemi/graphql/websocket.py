@@ -5,15 +5,16 @@ socket's credential for as long as the socket lives. So that a token's expiry me
 same on a socket as on HTTP:
 
 * the socket closes with 4403 ("Token expired") at the token's ``exp`` plus the
-  configured leeway (``FORTEMI_OIDC_LEEWAY_SECONDS``), the last moment HTTP would still
+  configured leeway (``OIDC_LEEWAY_SECONDS``), the last moment HTTP would still
   accept it; the operations still running are cancelled first;
 * every operation (``subscribe`` message) is checked against that deadline before it
   starts, so one sent in the instant before the timer runs is refused the same way;
-* a client renews by sending ``ping`` with ``{"authorization": "Bearer <fresh token>"}``
-  as payload: a valid token for the same subject (and issuer) becomes the socket's
-  credential (its groups and roles apply to later decisions, its ``exp`` sets the new
-  deadline) and the ``pong`` carries ``{"expiresAt": <ISO 8601>}``. An invalid token, or
-  one for another subject, closes the socket with 4403: a socket never changes hands.
+* after ``connection_ack``, a client renews by sending ``ping`` with payload
+  ``{"authorization": "Bearer <fresh token>"}``: a valid token for the same subject (and
+  issuer) becomes the socket's credential (its groups and roles apply to later
+  decisions, its ``exp`` sets the new deadline) and the ``pong`` carries
+  ``{"expiresAt": <ISO 8601>}``. An invalid token, or one for another subject, closes the
+  socket with 4403: a socket never changes hands.
 """
 
 from __future__ import annotations
