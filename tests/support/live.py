@@ -25,7 +25,7 @@ async def serve(app: ASGIApp) -> AsyncIterator[str]:
     config = uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="off", log_level="warning")
     server = uvicorn.Server(config)
     # pytest owns SIGINT; uvicorn must not capture it.
-    server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign]
+    server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
     task = asyncio.create_task(server.serve())
     try:
         while not server.started:
