@@ -124,6 +124,39 @@ async def test_note_events_end_with_forbidden_once_the_memory_is_no_longer_reada
     assert last == {"id": "feed", "type": "complete"}
 
 
+async def test_job_events_end_with_forbidden_once_the_memory_is_no_longer_readable(
+    live_server: str, runtime: Runtime, issuer: LocalIssuer, user_token: str, memory: str
+) -> None:
+    dana = issuer.mint("dana", groups=["platform-team"], roles=["editor"])
+    async with (
+        httpx.AsyncClient(base_url=f"http://{live_server}") as http,
+        ws_client.socket(live_server, user_token, memory) as ws,
+    ):
+
+        async def purge_job() -> None:
+            """A job.created event: a note deleted, then purged (no worker runs here)."""
+            note_id = await _create(http, user_token, memory, title="doomed")
+            for mutation in ("deleteNote(id: $id) { id }", "purgeNotes(ids: [$id]) { id }"):
+                response = await http.post(
+                    "/graphql",
+                    json={"query": f"mutation($id: ID!) {{ {mutation} }}",
+                          "variables": {"id": note_id}},
+                    headers={"Authorization": f"Bearer {user_token}",
+                             "X-Fortemi-Memory": memory},
+                )  # fmt: skip
+                assert "errors" not in response.json(), response.json()
+
+        await ws_client.subscribe(ws, "jobs", "subscription { jobEvents { type } }")
+        await _first_event(ws, "jobs", purge_job)
+        await _restrict(runtime, memory, "memory", memory)
+        # Any event on the bus is preceded by the fresh decision, a note's too.
+        await _create(http, dana, memory, title="closed now")
+        ended, last = await _end_of(ws, "jobs")
+    assert ended["payload"]["data"] is None
+    assert [e["extensions"]["code"] for e in ended["payload"]["errors"]] == ["FORBIDDEN"]
+    assert last == {"id": "jobs", "type": "complete"}
+
+
 async def test_a_later_query_on_an_open_socket_reads_under_the_new_policies(
     live_server: str, runtime: Runtime, user_token: str, memory: str
 ) -> None:
