@@ -22,7 +22,8 @@ from fortemi.auth import audit as log
 from fortemi.auth.audit.export import to_row
 from fortemi.auth.decision import Action, Resource
 from fortemi.graphql.context import Info
-from fortemi.graphql.subscriptions import Reauthorized, until_token_expires
+from fortemi.graphql.reauthorization import Reauthorized
+from fortemi.graphql.subscriptions import until_token_expires
 from fortemi.runtime import AUDIT_CHANNEL
 
 __all__ = ["AuditQuery", "AuditSubscription"]
@@ -234,8 +235,7 @@ class AuditSubscription:
         pubsub = info.context.runtime.redis.pubsub()
         await pubsub.subscribe(AUDIT_CHANNEL)
         try:
-            async for message in until_token_expires(info, pubsub.listen()):
-                await access.current()
+            async for _, message in access.watch(until_token_expires(info, pubsub.listen())):
                 if message.get("type") != "message":
                     continue
                 row = json.loads(message["data"])

@@ -21,7 +21,8 @@ from strawberry.scalars import JSON
 from fortemi.auth.decision import Action, Resource
 from fortemi.graphql.context import Info
 from fortemi.graphql.jobs import visible_job
-from fortemi.graphql.subscriptions import Reauthorized, until_token_expires
+from fortemi.graphql.reauthorization import Reauthorized
+from fortemi.graphql.subscriptions import until_token_expires
 from fortemi.platform import events as bus
 from fortemi.platform.errors import BadUserInput
 from fortemi.platform.ids import parse_id, to_global_id
@@ -74,9 +75,7 @@ class EventSubscription:
         wanted = set(types or ())
         source = context.runtime.events.subscribe(after=after)
         try:
-            async for event in until_token_expires(info, source):
-                # Before any filter: a subscriber who lost access hears so at the next event.
-                visible = await access.current()
+            async for visible, event in access.watch(until_token_expires(info, source)):
                 if event.memory != memory or event.entity_type != "note":
                     continue
                 if wanted and event.type not in wanted:
@@ -122,8 +121,7 @@ class EventSubscription:
         await access.current()
         source = context.runtime.events.subscribe(after=after)
         try:
-            async for event in until_token_expires(info, source):
-                await access.current()
+            async for _, event in access.watch(until_token_expires(info, source)):
                 if event.entity_type != "job" or event.memory != memory:
                     continue
                 if followed is not None and followed not in (event.entity_id, event.correlation_id):

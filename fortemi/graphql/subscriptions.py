@@ -5,21 +5,20 @@ when it starts; without this, a subscription opened with a five-minute token, or
 subscriber whose access a policy change has since removed, would stream for as long as
 the socket stays open. So a subscription ends when the token it runs under expires (a
 renewed token moves that moment; see :mod:`fortemi.graphql.websocket`), and
-:class:`Reauthorized` re-decides its access whenever the policies in force or the
-caller's credential changed, before each event is delivered.
+:class:`~fortemi.graphql.reauthorization.Reauthorized` decides its access again whenever
+the policies in force or the caller's credential changed.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
-from typing import Generic, TypeVar
+from typing import TypeVar
 
-from fortemi.auth.principal import Principal
 from fortemi.graphql.context import Info
 
-__all__ = ["Reauthorized", "until", "until_token_expires"]
+__all__ = ["until", "until_token_expires"]
 
 T = TypeVar("T")
 
@@ -27,33 +26,6 @@ T = TypeVar("T")
 def until_token_expires(info: Info, source: AsyncIterator[T]) -> AsyncIterator[T]:
     """Items of ``source`` until the caller's token expires, then stop."""
     return until(lambda: info.context.caller.expires_at, source)
-
-
-class Reauthorized(Generic[T]):
-    """A subscription's access decision, made again whenever the policy set in force or
-    the caller's principal changed since it was last made.
-
-    ``decide`` raises (FORBIDDEN, NOT_FOUND) when access is gone, which ends the stream
-    with that error; otherwise it returns what filters the events (a read scope). Asking
-    costs one comparison while nothing changed: the policy provider serves its set from
-    memory and learns of changes elsewhere through the shared generation counter. Each
-    re-decision is recorded in the audit log like any other.
-    """
-
-    def __init__(self, info: Info, decide: Callable[[], Awaitable[T]]) -> None:
-        self._info = info
-        self._decide = decide
-        # (policy set version, principal) -> what was decided under them
-        self._decided: tuple[tuple[str, Principal], T] | None = None
-
-    async def current(self) -> T:
-        """The decision under the policies in force now; raises if access is gone."""
-        context = self._info.context
-        policies = await context.runtime.policies.snapshot()
-        key = (policies.version, context.caller)
-        if self._decided is None or self._decided[0] != key:
-            self._decided = (key, await self._decide())
-        return self._decided[1]
 
 
 async def until(

@@ -124,6 +124,23 @@ async def test_note_events_end_with_forbidden_once_the_memory_is_no_longer_reada
     assert last == {"id": "feed", "type": "complete"}
 
 
+async def test_a_silent_note_feed_ends_with_forbidden_once_the_memory_is_closed(
+    live_server: str, runtime: Runtime, issuer: LocalIssuer, user_token: str, memory: str
+) -> None:
+    dana = issuer.mint("dana", groups=["platform-team"], roles=["editor"])
+    async with (
+        httpx.AsyncClient(base_url=f"http://{live_server}") as http,
+        ws_client.socket(live_server, user_token, memory) as ws,
+    ):
+        await ws_client.subscribe(ws, "feed", NOTE_FEED)
+        await _first_event(ws, "feed", lambda: _create(http, dana, memory, title="open"))
+        await _restrict(runtime, memory, "memory", memory)
+        # No event follows: the stream learns of the change while it waits.
+        ended, last = await _end_of(ws, "feed")
+    assert [e["extensions"]["code"] for e in ended["payload"]["errors"]] == ["FORBIDDEN"]
+    assert last == {"id": "feed", "type": "complete"}
+
+
 async def test_job_events_end_with_forbidden_once_the_memory_is_no_longer_readable(
     live_server: str, runtime: Runtime, issuer: LocalIssuer, user_token: str, memory: str
 ) -> None:
