@@ -249,3 +249,29 @@ async def test_the_audit_feed_ends_with_forbidden_for_an_auditor_no_longer_admit
     assert ended["payload"]["data"] is None
     assert [e["extensions"]["code"] for e in ended["payload"]["errors"]] == ["FORBIDDEN"]
     assert last == {"id": "feed", "type": "complete"}
+
+
+async def test_the_audit_feed_ends_when_a_renewal_token_drops_the_auditor_role(
+    live_server: str, issuer: LocalIssuer
+) -> None:
+    auditor = issuer.mint("ivy-renewed", roles=["auditor"])
+    sam = issuer.mint("sam-renewed", roles=["viewer"])
+    feed = 'subscription { auditEvents(filter: {userId: "sam-renewed"}) { userId } }'
+    async with (
+        httpx.AsyncClient(base_url=f"http://{live_server}") as http,
+        ws_client.socket(live_server, auditor) as ws,
+    ):
+
+        async def provoke() -> None:
+            await http.post(
+                "/graphql",
+                json={"query": "{ notes { totalCount } }"},
+                headers={"Authorization": f"Bearer {sam}"},
+            )
+
+        await ws_client.subscribe(ws, "feed", feed)
+        await _first_event(ws, "feed", provoke)
+        await ws_client.ping(ws, issuer.mint("ivy-renewed", roles=["viewer"]))
+        ended, last = await _end_of(ws, "feed")
+    assert [e["extensions"]["code"] for e in ended["payload"]["errors"]] == ["FORBIDDEN"]
+    assert last == {"id": "feed", "type": "complete"}
