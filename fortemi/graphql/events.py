@@ -4,10 +4,10 @@ Each subscription is scoped to the request's memory and to what the subscriber m
 (the same read scope lists use), ends when the token expires, and can resume after the
 last event id it saw; an id older than the replay buffer is answered with CONFLICT
 (reason ``resync_required``): re-read, then resubscribe. Access is decided when the
-subscription starts and again, before the next event is delivered, whenever the policies
-in force or the subscriber's token changed: events are filtered by the read scope then in
-force, and a subscriber who may no longer read the memory (or the followed job) gets
-FORBIDDEN (NOT_FOUND for a job) and the stream ends.
+subscription starts and again whenever the policies in force or the subscriber's token
+changed (see :mod:`fortemi.graphql.reauthorization`): events are filtered by the read
+scope then in force, and a subscriber who may no longer read the memory (or the followed
+job) gets FORBIDDEN (NOT_FOUND for a job) and the stream ends.
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ EXPIRED_CLOSE_CODE = 4403  # graphql-transport-ws: Forbidden
 def authorization_of(payload: Mapping[str, object] | None) -> str | None:
     """The ``authorization`` entry of a ``connection_init`` or ``ping`` payload."""
     payload = payload or {}
-    value = payload.get("authorization", payload.get("Authorization"))
+    value = payload.get("authorization") or payload.get("Authorization")
     return value if isinstance(value, str) else None
 
 
