@@ -2,7 +2,9 @@
 
 Reading any of it is a decision on the ``audit`` resource (auditors: role ``auditor`` or
 permission ``audit:read`` in the shipped policy; ``admin`` alone is not enough), and that
-decision is itself recorded, so querying the audit log is audited.
+decision is itself recorded, so querying the audit log is audited. The live feed decides
+again whenever the policies in force or the subscriber's token changed, and ends with
+FORBIDDEN for a subscriber who is no longer an auditor.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from fortemi.auth import audit as log
 from fortemi.auth.audit.export import to_row
 from fortemi.auth.decision import Action, Resource
 from fortemi.graphql.context import Info
+from fortemi.graphql.reauthorization import Reauthorized
 from fortemi.graphql.subscriptions import until_token_expires
 from fortemi.runtime import AUDIT_CHANNEL
 
@@ -155,6 +158,11 @@ async def _as_auditor(info: Info) -> None:
     await info.context.authorize(Action.READ, Resource.audit())
 
 
+async def _still_auditor(info: Info) -> bool:
+    await _as_auditor(info)
+    return True
+
+
 @strawberry.type
 class AuditQuery:
     @strawberry.field(description="Recorded decisions, newest first (auditors)")
@@ -225,12 +233,13 @@ class AuditSubscription:
     async def audit_events(
         self, info: Info, filter: AuditFilter | None = None
     ) -> AsyncGenerator[AuditEntry, None]:
-        await _as_auditor(info)
+        access = Reauthorized(info, lambda: _still_auditor(info))
+        await access.current()
         wanted = filter or AuditFilter()
         pubsub = info.context.runtime.redis.pubsub()
         await pubsub.subscribe(AUDIT_CHANNEL)
         try:
-            async for message in until_token_expires(info, pubsub.listen()):
+            async for _, message in access.watch(until_token_expires(info, pubsub.listen())):
                 if message.get("type") != "message":
                     continue
                 row = json.loads(message["data"])

@@ -150,12 +150,22 @@ class Context:
         decision = await self.runtime.authorizer.decide(self.caller, action, resource, self.trace)
         return decision.allowed
 
-    async def visibility(self, memory: str) -> NoteVisibility:
+    async def visibility(self, memory: str, *, fresh: bool = False) -> NoteVisibility:
         """What the caller may read in ``memory``, which is entered first (NOT_FOUND if it
-        may not be); the scope is computed and recorded once per request or connection."""
+        may not be); the scope is computed and recorded once per request or connection.
+        ``fresh``: enter and decide again even if done before (a subscription after a
+        policy or token change)."""
+        if fresh:
+            self._entered.discard(memory)
+            self._visibility.pop(memory, None)
         if memory not in self._entered or memory not in self._visibility:
             await self._admit(memory, with_scope=memory not in self._visibility)
         return self._visibility[memory]
+
+    def forget_read_scopes(self) -> None:
+        """Drop the read scopes computed so far: the next operation of a WebSocket (which
+        keeps one context for all of them) decides under the policies then in force."""
+        self._visibility.clear()
 
     async def notify(self, event: Event) -> None:
         """Publish ``event`` after the change it reports committed. A failure is logged,

@@ -1,9 +1,13 @@
 """Live events over graphql-transport-ws: what changed, as it happens.
 
 Each subscription is scoped to the request's memory and to what the subscriber may read
-(the same read scope lists use, computed once when it starts), ends when the token
-expires, and can resume after the last event id it saw; an id older than the replay
-buffer is answered with CONFLICT (reason ``resync_required``): re-read, then resubscribe.
+(the same read scope lists use), ends when the token expires, and can resume after the
+last event id it saw; an id older than the replay buffer is answered with CONFLICT
+(reason ``resync_required``): re-read, then resubscribe. Access is decided when the
+subscription starts and again whenever the policies in force or the subscriber's token
+changed (see :mod:`fortemi.graphql.reauthorization`): events are filtered by the read
+scope then in force, and a subscriber who may no longer read the memory (or the followed
+job) gets FORBIDDEN (NOT_FOUND for a job) and the stream ends.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from strawberry.scalars import JSON
 
 from fortemi.graphql.context import Info
 from fortemi.graphql.jobs import may_see_internals, visible_job, without_internals
+from fortemi.graphql.reauthorization import Reauthorized
 from fortemi.graphql.subscriptions import until_token_expires
 from fortemi.platform import events as bus
 from fortemi.platform.errors import BadUserInput
@@ -62,11 +67,14 @@ class EventSubscription:
     ) -> AsyncGenerator[Event, None]:
         context = info.context
         memory = await context.memory()
-        visible = await context.visibility(memory)
+        # Entered and scoped again whenever the policies or the token change: a subscriber
+        # who may no longer enter the memory gets NOT_FOUND and the stream ends.
+        access = Reauthorized(info, lambda: context.visibility(memory, fresh=True))
+        await access.current()
         wanted = set(types or ())
         source = context.runtime.events.subscribe(after=after)
         try:
-            async for event in until_token_expires(info, source):
+            async for visible, event in access.watch(until_token_expires(info, source)):
                 if event.memory != memory or event.entity_type != "note":
                     continue
                 if wanted and event.type not in wanted:
@@ -99,12 +107,21 @@ class EventSubscription:
         if job_id is not None:
             job = await visible_job(info, parse_id(job_id, "Job"))
             memory, followed = job.memory, to_global_id("Job", job.id)
+
+            async def decide() -> object:
+                return await visible_job(info, job.id)
         else:
             memory, followed = await context.memory(), None
+
+            async def decide() -> object:
+                return await context.enter(memory)
+
         internals = await may_see_internals(info, memory)
+        access = Reauthorized(info, decide)
+        await access.current()
         source = context.runtime.events.subscribe(after=after)
         try:
-            async for event in until_token_expires(info, source):
+            async for _, event in access.watch(until_token_expires(info, source)):
                 if event.entity_type != "job" or event.memory != memory:
                     continue
                 if followed is not None and followed not in (event.entity_id, event.correlation_id):

@@ -1,13 +1,18 @@
-"""What every subscription shares: it ends when the subscriber's token expires.
+"""What every subscription shares: it holds only while the subscriber's access does.
 
-A WebSocket authenticates once, in ``connection_init``; without this, a subscription
-opened with a five-minute token would stream for as long as the socket stays open.
+A WebSocket authenticates once, in ``connection_init``, and a subscription decides access
+when it starts; without this, a subscription opened with a five-minute token, or by a
+subscriber whose access a policy change has since removed, would stream for as long as
+the socket stays open. So a subscription ends when the token it runs under expires (a
+renewed token moves that moment; see :mod:`fortemi.graphql.websocket`), and
+:class:`~fortemi.graphql.reauthorization.Reauthorized` decides its access again whenever
+the policies in force or the caller's credential changed.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import TypeVar
 
@@ -20,11 +25,16 @@ T = TypeVar("T")
 
 def until_token_expires(info: Info, source: AsyncIterator[T]) -> AsyncIterator[T]:
     """Items of ``source`` until the caller's token expires, then stop."""
-    return until(info.context.caller.expires_at, source)
+    return until(lambda: info.context.caller.expires_at, source)
 
 
-async def until(deadline: datetime, source: AsyncIterator[T]) -> AsyncIterator[T]:
+async def until(
+    deadline: datetime | Callable[[], datetime], source: AsyncIterator[T]
+) -> AsyncIterator[T]:
     """Items of ``source`` until ``deadline``, then stop, even while waiting for one.
+
+    A callable ``deadline`` is asked again when the timer runs out: if the moment moved
+    later (a renewed token), the timer is set for it instead of stopping.
 
     One timer for the whole subscription, not ``asyncio.timeout`` around each item: a
     cancelled timer stays scheduled until its deadline, so an hour-long token leaked three
@@ -33,19 +43,29 @@ async def until(deadline: datetime, source: AsyncIterator[T]) -> AsyncIterator[T
     for the next item if one is under way (as ``asyncio.timeout`` would), else the next
     iteration sees the flag and stops without waiting.
     """
-    remaining = (deadline - datetime.now(UTC)).total_seconds()
-    if remaining <= 0:
+
+    def remaining() -> float:
+        moment = deadline() if callable(deadline) else deadline
+        return (moment - datetime.now(UTC)).total_seconds()
+
+    if remaining() <= 0:
         return
+    loop = asyncio.get_running_loop()
     waiting: asyncio.Task[object] | None = None
     expired = False
+    timer: asyncio.TimerHandle
 
     def expire() -> None:
-        nonlocal expired
+        nonlocal expired, timer
+        left = remaining()
+        if left > 0:
+            timer = loop.call_later(left, expire)
+            return
         expired = True
         if waiting is not None:
             waiting.cancel()
 
-    timer = asyncio.get_running_loop().call_later(remaining, expire)
+    timer = loop.call_later(remaining(), expire)
     try:
         while not expired:
             waiting = asyncio.current_task()

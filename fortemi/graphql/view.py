@@ -7,6 +7,8 @@ over GET are off, so no operation can ride on a link or a cross-site ``<img>``.
 
 WebSocket (``graphql-transport-ws`` only): the token and memory come in the
 ``connection_init`` payload; a bad token closes the socket with 4403 before any operation.
+The token's expiry bounds the socket (closed with 4403 at ``exp`` plus the leeway), and a
+``ping`` may carry a fresh token for the same subject: see :mod:`fortemi.graphql.websocket`.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from fortemi.auth.principal import Principal
 from fortemi.auth.tokens import bearer_token
 from fortemi.graphql.context import Context
+from fortemi.graphql.websocket import ExpiringTransportWSHandler, authorization_of
 from fortemi.platform import logs
 from fortemi.platform.errors import Unauthenticated
 
@@ -75,6 +78,8 @@ def _unauthenticated_response(exc: Unauthenticated, request_id: str) -> Response
 
 
 class GraphQLView(GraphQL[Context, None]):
+    graphql_transport_ws_handler_class = ExpiringTransportWSHandler
+
     def __init__(self, schema: strawberry.Schema, runtime: Runtime) -> None:
         settings = runtime.settings
         super().__init__(
@@ -133,10 +138,9 @@ class GraphQLView(GraphQL[Context, None]):
 
     async def on_ws_connect(self, context: Context) -> None:
         params = context.connection_params or {}
-        header = params.get("authorization") or params.get("Authorization")
         try:
             context.principal = await self.runtime.tokens.validate(
-                bearer_token(header if isinstance(header, str) else None)
+                bearer_token(authorization_of(params))
             )
         except Unauthenticated as exc:
             log.info("rejected websocket %s: %s", context.request_id, exc.reason)

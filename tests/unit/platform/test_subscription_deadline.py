@@ -68,3 +68,16 @@ async def test_an_expired_deadline_yields_nothing() -> None:
     queue: asyncio.Queue[int] = asyncio.Queue()
     queue.put_nowait(1)
     assert [item async for item in until(_in(-1), _endless(queue))] == []
+
+
+async def test_a_deadline_moved_later_meanwhile_keeps_the_stream_open() -> None:
+    queue: asyncio.Queue[int] = asyncio.Queue()
+    deadline = _in(0.2)
+    stream = until(lambda: deadline, _endless(queue))
+    queue.put_nowait(1)
+    assert await anext(stream) == 1
+    deadline = _in(3600)  # a renewed token, before the old moment came
+    await asyncio.sleep(0.4)
+    queue.put_nowait(2)
+    assert await anext(stream) == 2
+    await stream.aclose()  # type: ignore[attr-defined]
