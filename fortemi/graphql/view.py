@@ -29,6 +29,7 @@ from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from fortemi.auth.principal import Principal
 from fortemi.auth.tokens import bearer_token
 from fortemi.graphql.context import Context
+from fortemi.graphql.ide import GraphiQLPage
 from fortemi.platform.errors import Unauthenticated
 
 if TYPE_CHECKING:
@@ -81,6 +82,8 @@ class GraphQLView(GraphQL[Context, None]):
             max_subscriptions_per_connection=settings.ws_max_subscriptions,
         )
         self.runtime = runtime
+        # Outside production GET serves GraphiQL from the package's own files (no CDN).
+        self.ide = None if settings.is_production else GraphiQLPage()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST":
@@ -99,6 +102,12 @@ class GraphQLView(GraphQL[Context, None]):
             state["principal"] = principal
             state["request_id"] = request_id
         await super().__call__(scope, receive, send)
+
+    async def render_graphql_ide(self, request: Request) -> Response:
+        # Strawberry calls this only when graphql_ide is set, i.e. outside production.
+        if self.ide is None:
+            return Response(status_code=404)
+        return self.ide.render(request.url.path)
 
     def decode_json(self, data: str | bytes) -> object:
         if isinstance(data, bytes):
