@@ -54,7 +54,12 @@ def _unauthenticated_response(exc: Unauthenticated, request_id: str) -> Response
     body = {
         "data": None,
         "errors": [
-            {"message": exc.message, "extensions": {"code": exc.code, "requestId": request_id}}
+            {
+                "message": exc.message,
+                # extensions holds only the allow-listed failure (AuthFailure), never the
+                # logged detail.
+                "extensions": {**exc.extensions, "code": exc.code, "requestId": request_id},
+            }
         ],
     }
     return Response(
@@ -94,7 +99,7 @@ class GraphQLView(GraphQL[Context, None]):
                     bearer_token(request.headers.get("authorization"))
                 )
             except Unauthenticated as exc:
-                # The reason is for the operator; the caller learns only that it failed.
+                # The detail is for the operator; the caller learns only which check failed.
                 log.info("rejected request %s: %s", request_id, exc.reason)
                 await _unauthenticated_response(exc, request_id)(scope, receive, send)
                 return
