@@ -66,6 +66,8 @@ async def test_graphiql_files_are_served_only_by_name_and_current_digest(
     page = await _page(client)
     script = next(ref for ref in _REFERENCE.findall(page.text) if ref.endswith("graphiql.min.js"))
     digest = script.split("/")[-2]
+    current = await client.get(script)
+    assert current.status_code == 200
     stale = await client.get(f"{ASSETS_PATH}/0000000000000000/graphiql.min.js")
     unlisted = await client.get(f"{ASSETS_PATH}/{digest}/README.md")
     licence = await client.get(f"{ASSETS_PATH}/{digest}/LICENSE.graphiql")
