@@ -249,3 +249,12 @@ def test_the_mint_command_printed_by_serve_works_as_printed(serve: _Serve, tmp_p
             }
         }
     }
+
+
+def test_unreachable_database_is_one_line_not_a_traceback(home: Path) -> None:
+    closed = f"postgresql://fortemi@127.0.0.1:{_free_port()}/fortemi"
+    result = _run(
+        "audit", "verify", home=home, DATABASE_URL=closed, REDIS_URL="redis://127.0.0.1:1"
+    )
+    assert result.returncode == 1
+    assert result.stderr == "fortemi audit: Cannot connect to PostgreSQL: ConnectionRefusedError\n"
