@@ -7,12 +7,12 @@ keeps to the commands themselves.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import shutil
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, TextIO, cast
@@ -65,7 +65,7 @@ class _GuardedStdout:
         return getattr(self._stream, name)
 
 
-@contextmanager
+@contextlib.contextmanager
 def closed_pipe_guard() -> Iterator[None]:
     """Run a command whose reader may close stdout early; such a stop is quiet.
 
@@ -82,7 +82,9 @@ def closed_pipe_guard() -> Iterator[None]:
         # The interpreter flushes stdout again at exit; the pipe is still closed, so the
         # descriptor is pointed at /dev/null first (the recipe in Python's signal docs).
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, original.fileno())
+        # A stdout without a descriptor (an in-memory stream) has no pipe to fail again.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(devnull, original.fileno())
         os.close(devnull)
         raise SystemExit(CLOSED_PIPE_EXIT) from None
     finally:
