@@ -211,10 +211,12 @@ def serve(home: Path) -> Iterator[_Serve]:
         yield server
     finally:
         server.stop()
-        # Never leave the embedded servers behind a failed test.
-        for process in psutil.process_iter(["cmdline"]):
+        # Never leave the embedded servers behind: PostgreSQL names the data directory on
+        # its command line, Redis runs in it.
+        for process in psutil.process_iter(["cmdline", "cwd"]):
             cmdline = " ".join(process.info["cmdline"] or [])
-            if str(home) in cmdline and ("postgres" in cmdline or "redis-server" in cmdline):
+            inside = str(process.info["cwd"] or "").startswith(str(home))
+            if inside or (str(home) in cmdline and "postgres" in cmdline):
                 process.kill()
 
 
