@@ -1,11 +1,12 @@
 # Two entry points, both working on a fresh machine with only Python >= 3.11, pip and make:
 #   make serve   set up .venv and run the server on the embedded PostgreSQL + Redis
-#   make test    set up .venv with the dev tools and run the linters and the whole test suite
+#   make test    set up .venv with the dev tools (and Chromium for the GraphiQL test) and run
+#                the linters and the whole test suite
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: serve test lint check-schema schema clean
+.PHONY: serve test lint check-schema schema clean chromium
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,8 +31,20 @@ lint: $(VENV)/.dev
 	$(BIN)/ruff format --check fortemi tests benchmarks
 	$(BIN)/mypy
 
-test: lint
+test: lint chromium
 	$(BIN)/pytest
+
+# The GraphiQL test drives a real headless Chromium. When it is missing and we may install
+# packages (root with apt-get, as in CI), Debian's is installed; otherwise the test fails
+# and says how to install it.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
+	else \
+		echo "Chromium not found: the GraphiQL browser test will fail; install it with" \
+			"'sudo apt-get install -y chromium' (or set FORTEMI_TEST_CHROMIUM)"; \
+	fi
 
 schema: $(VENV)/.runtime
 	$(BIN)/fortemi schema --output schema.graphql

@@ -1,4 +1,5 @@
-"""The ASGI application: GraphQL, health probes and (embedded default) the local issuer."""
+"""The ASGI application: GraphQL, health probes, GraphiQL's files and (embedded default)
+the local issuer."""
 
 from __future__ import annotations
 
@@ -101,6 +102,8 @@ def create_app(runtime: Runtime) -> Starlette:
         Route("/graphql", graphql),
         WebSocketRoute("/graphql", graphql),
     ]
+    if graphql.ide is not None:
+        routes.extend(graphql.ide.routes())
     if runtime.issuer is not None:
         routes.extend(runtime.issuer.routes())
     return Starlette(

@@ -1,10 +1,12 @@
-"""``fortemi serve | migrate | token | schema``: the edge where settings are built."""
+"""``fortemi serve | worker | token | migrate | audit | schema``: the edge where settings
+are built."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import logging
+import shlex
 import signal
 import sys
 from collections.abc import Sequence
@@ -14,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from fortemi import console
+from fortemi.platform.errors import FortemiError
 from fortemi.platform.logs import configure_logging
 from fortemi.platform.settings import Settings
 
@@ -21,6 +25,15 @@ if TYPE_CHECKING:
     from fortemi.auth.audit import AuditKeyring, Pin
 
 __all__ = ["main"]
+
+_DESCRIPTION = """\
+Fortemi: self-hosted, multi-tenant knowledge memory with a GraphQL API.
+
+With nothing configured, `fortemi serve` starts its own PostgreSQL and Redis in the data
+directory and prints an admin token; `fortemi token` mints more. Settings come from the
+environment (FORTEMI_*, DATABASE_URL, REDIS_URL, OIDC_ISSUER, OLLAMA_HOST): see README.md.
+"""
+_EPILOG = "Run `fortemi <command> --help` for the options of a command."
 
 log = logging.getLogger("fortemi")
 
@@ -37,7 +50,9 @@ def _settings(**overrides: Any) -> Settings:
     try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
-        raise SystemExit(f"fortemi: invalid configuration:\n{exc}") from None
+        raise SystemExit(
+            f"fortemi: invalid configuration:\n{console.describe_invalid_settings(exc)}"
+        ) from None
 
 
 def _logging(settings: Settings) -> None:
@@ -133,22 +148,36 @@ async def _banner(server: Any, runtime: Any) -> None:
     settings = runtime.settings
     lines = [f"Fortemi GraphQL: {settings.base_url}/graphql"]
     if not settings.is_production:
-        lines.append("GraphiQL: open the URL above; send the token as 'Authorization: Bearer ...'")
+        lines.append("GraphiQL: open the URL above in a browser; paste the token into its field")
     if runtime.issuer is not None:
         token = runtime.issuer.mint("admin", roles=["admin"], ttl=_ttl("24h"))
         lines.append("admin token (24h, role admin):")
         lines.append(f"token: {token}")
-        # Tokens name the issuer (this server's base URL): minting for a non-default
-        # host/port needs the same values.
-        defaults = Settings.model_fields
-        env = "".join(
-            f"FORTEMI_{name.upper()}={getattr(settings, name)} "
-            for name in ("host", "port")
-            if getattr(settings, name) != defaults[name].default
-        )
         example = "--sub alice --group platform-team --role editor --ttl 1h"
-        lines.append(f"mint more: {env}fortemi token {example}")
+        lines.append(f"mint more: {_token_command(settings)} {example}")
     print("\n".join(lines), flush=True)
+
+
+def _token_command(settings: Settings) -> str:
+    """A shell command minting tokens this server accepts, runnable as printed."""
+    # A token is signed by the key in the data directory and names the issuer (the base
+    # URL) and audience: each setting behind those that is not at its default is repeated.
+    names = {
+        "home": "FORTEMI_HOME",
+        "host": "FORTEMI_HOST",
+        "port": "FORTEMI_PORT",
+        "public_url": "FORTEMI_PUBLIC_URL",
+        "oidc_audience": "OIDC_AUDIENCE",
+    }
+    fields = Settings.model_fields
+    env = ""
+    for name, variable in names.items():
+        value = getattr(settings, name)
+        if value != fields[name].get_default(call_default_factory=True):
+            # A relative data directory would name another one from another directory.
+            shown = value.absolute() if isinstance(value, Path) else value
+            env += f"{variable}={shlex.quote(str(shown))} "
+    return f"{env}{console.program()} token"
 
 
 # -- worker -----------------------------------------------------------------------------------
@@ -179,12 +208,13 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _ttl(text: str) -> Any:
+    """A token lifetime; as an argument type, a bad one is a one-line usage error."""
     from fortemi.auth.local_issuer import parse_ttl
 
     try:
         return parse_ttl(text)
     except ValueError as exc:
-        raise SystemExit(f"fortemi token: --ttl: {exc}") from None
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _token(args: argparse.Namespace) -> int:
@@ -202,7 +232,7 @@ def _token(args: argparse.Namespace) -> int:
         groups=args.group,
         roles=args.role,
         permissions=args.permission,
-        ttl=_ttl(args.ttl),
+        ttl=args.ttl,
     )
     print(token)
     return 0
@@ -328,12 +358,22 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="fortemi", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(
+        prog="fortemi",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"fortemi {console.program_version()}"
+    )
+    commands = parser.add_subparsers(
+        dest="command", required=True, title="commands", metavar="<command>"
+    )
 
     serve = commands.add_parser("serve", help="run the GraphQL server")
     serve.add_argument("--host", help="bind address (FORTEMI_HOST, default 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="port (FORTEMI_PORT, default 8000)")
+    serve.add_argument("--port", type=console.port, help="port (FORTEMI_PORT, default 8000)")
     serve.add_argument(
         "--no-worker", action="store_true", help="run no jobs here (run `fortemi worker`)"
     )
@@ -346,20 +386,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=["cpu", "fast_gpu", "standard_gpu"],
         help="a tier to run (repeatable; default all)",
     )
-    worker.add_argument("--threads", type=int, help="job threads (FORTEMI_WORKER_THREADS)")
+    worker.add_argument(
+        "--threads", type=console.positive_int, help="job threads (FORTEMI_WORKER_THREADS)"
+    )
     worker.add_argument(
         "--metrics-port",
-        type=int,
+        type=console.port,
         help="serve this worker's metrics on FORTEMI_HOST at this port (/metrics)",
     )
     worker.set_defaults(run=_worker)
 
     token = commands.add_parser("token", help="mint an access token from the local issuer")
-    token.add_argument("--sub", required=True, help="subject (user id)")
+    token.add_argument("--sub", required=True, type=console.nonempty, help="subject (user id)")
     token.add_argument("--group", action="append", default=[], help="group (repeatable)")
     token.add_argument("--role", action="append", default=[], help="role (repeatable)")
     token.add_argument("--permission", action="append", default=[], help="permission (repeatable)")
-    token.add_argument("--ttl", default="1h", help="lifetime: 90s, 15m, 1h, 7d (default 1h)")
+    token.add_argument(
+        "--ttl", type=_ttl, default="1h", help="lifetime: 90s, 15m, 1h, 7d (default 1h)"
+    )
     token.set_defaults(run=_token)
 
     migrate = commands.add_parser("migrate", help="apply database migrations")
@@ -390,7 +434,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     schema.set_defaults(run=_schema)
 
     args = parser.parse_args(argv)
-    result: int = args.run(args)
+    try:
+        with console.closed_pipe_guard():
+            result: int = args.run(args)
+    except FortemiError as exc:
+        # An error a person can act on (a server down, bad input): its message, no traceback.
+        raise SystemExit(f"fortemi {args.command}: {exc.message}") from None
     return result
 
 

@@ -101,8 +101,10 @@ class OidcJwksSource:
         if key is not None:
             return key
         if kid is None:
-            raise Unauthenticated(f"token has no kid and the key set holds {len(keys)} keys")
-        raise Unauthenticated(f"no signing key with kid {kid[:64]!r}")
+            raise Unauthenticated(
+                f"token has no kid and the key set holds {len(keys)} keys", failure="unknown_key"
+            )
+        raise Unauthenticated(f"no signing key with kid {kid[:64]!r}", failure="unknown_key")
 
     def _expired(self) -> bool:
         return self._keys is None or self._clock() - self._fetched_at >= self._cache_seconds

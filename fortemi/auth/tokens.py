@@ -12,7 +12,8 @@ key is fetched:
 5. kind: not an ID token (``nonce``, ``at_hash``, ``c_hash``); ``azp`` where required.
 
 Every failure is :class:`Unauthenticated`; the detail goes in ``reason`` (logged), the
-message the caller sees stays the generic default.
+message the caller sees stays the generic default, and ``failure`` names the check that
+failed in the few words the caller may see (``expired``, ``issuer_mismatch``...).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import jwt
 from fortemi.auth.oidc import JwksSource
 from fortemi.auth.principal import Principal
 from fortemi.auth.token_cache import TokenCache
-from fortemi.platform.errors import Unauthenticated
+from fortemi.platform.errors import AuthFailure, Unauthenticated
 from fortemi.platform.settings import Settings
 
 __all__ = ["MAX_TOKEN_LENGTH", "TokenValidator", "bearer_token", "claim_values"]
@@ -50,11 +51,15 @@ def bearer_token(authorization: str | None) -> str:
     """
     parts = (authorization or "").split()
     if not parts:
-        raise Unauthenticated("no Authorization header")
+        raise Unauthenticated("no Authorization header", failure="missing")
     if parts[0].lower() != "bearer":
-        raise Unauthenticated(f"Authorization scheme {_show(parts[0])} is not Bearer")
+        raise Unauthenticated(
+            f"Authorization scheme {_show(parts[0])} is not Bearer", failure="malformed"
+        )
     if len(parts) != 2:
-        raise Unauthenticated("Authorization: Bearer must carry exactly one token")
+        raise Unauthenticated(
+            "Authorization: Bearer must carry exactly one token", failure="malformed"
+        )
     return parts[1]
 
 
@@ -110,7 +115,9 @@ class TokenValidator:
             raise Unauthenticated("critical header extensions are not supported")
         typ = header.get("typ")
         if typ is not None and not (isinstance(typ, str) and typ.lower() in _ACCEPTED_TYPES):
-            raise Unauthenticated(f"token type {_show(typ)} is not an access token")
+            raise Unauthenticated(
+                f"token type {_show(typ)} is not an access token", failure="not_an_access_token"
+            )
         kid = header.get("kid")
         if kid is not None and not isinstance(kid, str):
             raise Unauthenticated("kid is not a string")
@@ -121,7 +128,10 @@ class TokenValidator:
         # RFC 8725 §3.1: each key is used with exactly one algorithm, the key set's; a
         # token naming another (an RSA key read as an HMAC secret, say) is refused.
         if key.algorithm_name != alg:
-            raise Unauthenticated(f"token alg {alg} does not match its key's {key.algorithm_name}")
+            raise Unauthenticated(
+                f"token alg {alg} does not match its key's {key.algorithm_name}",
+                failure="invalid_signature",
+            )
         try:
             return jwt.decode(
                 token,
@@ -139,19 +149,19 @@ class TokenValidator:
                 },
             )
         except jwt.PyJWTError as exc:
-            raise Unauthenticated(f"token rejected: {exc}") from exc
+            raise Unauthenticated(f"token rejected: {exc}", failure=_failure(exc)) from exc
 
     def validate_exp(self, claims: Mapping[str, Any], now: float) -> None:
         if _numeric_date(claims, "exp") <= now - self._leeway:
-            raise Unauthenticated("token expired")
+            raise Unauthenticated("token expired", failure="expired")
 
     def validate_nbf(self, claims: Mapping[str, Any], now: float) -> None:
         if "nbf" in claims and _numeric_date(claims, "nbf") > now + self._leeway:
-            raise Unauthenticated("token not valid yet (nbf)")
+            raise Unauthenticated("token not valid yet (nbf)", failure="not_yet_valid")
 
     def validate_iat(self, claims: Mapping[str, Any], now: float) -> None:
         if _numeric_date(claims, "iat") > now + self._leeway:
-            raise Unauthenticated("token issued in the future (iat)")
+            raise Unauthenticated("token issued in the future (iat)", failure="not_yet_valid")
 
     def validate_kind(self, claims: Mapping[str, Any], typ: str | None) -> None:
         """Refuse ID tokens, and tokens not marked as access tokens where that is required.
@@ -161,20 +171,25 @@ class TokenValidator:
         """
         markers = [name for name in _ID_TOKEN_MARKERS if name in claims]
         if markers:
-            raise Unauthenticated(f"an ID token is not an access token ({', '.join(markers)})")
+            raise Unauthenticated(
+                f"an ID token is not an access token ({', '.join(markers)})",
+                failure="not_an_access_token",
+            )
         if self._require_azp and typ not in _ACCESS_TOKEN_TYPES:
             azp = claims.get("azp")
             if not (isinstance(azp, str) and azp):
-                raise Unauthenticated("token has no azp and no at+jwt type")
+                raise Unauthenticated(
+                    "token has no azp and no at+jwt type", failure="not_an_access_token"
+                )
 
     def _principal(self, claims: Mapping[str, Any]) -> Principal:
         sub = claims["sub"]
         if not (isinstance(sub, str) and sub):
-            raise Unauthenticated("sub is empty")
+            raise Unauthenticated("sub is empty", failure="malformed")
         try:
             expires_at = datetime.fromtimestamp(claims["exp"], UTC)
         except (OverflowError, OSError, ValueError) as exc:
-            raise Unauthenticated("exp is out of range") from exc
+            raise Unauthenticated("exp is out of range", failure="malformed") from exc
         azp, jti = claims.get("azp"), claims.get("jti")
         return Principal(
             sub=sub,
@@ -217,15 +232,31 @@ def _lookup(claims: Mapping[str, Any], name: str) -> object:
 
 def _read_header(token: str) -> dict[str, Any]:
     if not token:
-        raise Unauthenticated("empty token")
+        raise Unauthenticated("empty token", failure="missing")
     if len(token) > MAX_TOKEN_LENGTH:
-        raise Unauthenticated(f"token longer than {MAX_TOKEN_LENGTH} characters")
+        raise Unauthenticated(
+            f"token longer than {MAX_TOKEN_LENGTH} characters", failure="malformed"
+        )
     if not token.isascii() or token.count(".") != 2:
-        raise Unauthenticated("not a compact JWS (three base64url segments)")
+        raise Unauthenticated("not a compact JWS (three base64url segments)", failure="malformed")
     try:
         return jwt.get_unverified_header(token)
     except jwt.PyJWTError as exc:
-        raise Unauthenticated(f"malformed token: {exc}") from exc
+        raise Unauthenticated(f"malformed token: {exc}", failure="malformed") from exc
+
+
+# PyJWT's errors, most specific first (InvalidSignatureError is a DecodeError).
+_JWT_FAILURES: tuple[tuple[type[jwt.PyJWTError], AuthFailure], ...] = (
+    (jwt.InvalidIssuerError, "issuer_mismatch"),
+    (jwt.InvalidAudienceError, "audience_mismatch"),
+    (jwt.InvalidSignatureError, "invalid_signature"),
+    (jwt.MissingRequiredClaimError, "malformed"),
+    (jwt.DecodeError, "malformed"),
+)
+
+
+def _failure(exc: jwt.PyJWTError) -> AuthFailure | None:
+    return next((failure for kind, failure in _JWT_FAILURES if isinstance(exc, kind)), None)
 
 
 def _numeric_date(claims: Mapping[str, Any], name: str) -> int | float:
@@ -233,9 +264,9 @@ def _numeric_date(claims: Mapping[str, Any], name: str) -> int | float:
     # bool is an int to Python, not a NumericDate to RFC 7519; JSON's 1e999 parses as inf.
     # Ints are compared exactly, never converted: a huge one would overflow a float.
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise Unauthenticated(f"{name} is not a NumericDate")
+        raise Unauthenticated(f"{name} is not a NumericDate", failure="malformed")
     if isinstance(value, float) and not math.isfinite(value):
-        raise Unauthenticated(f"{name} is not a finite NumericDate")
+        raise Unauthenticated(f"{name} is not a finite NumericDate", failure="malformed")
     return value
 
 

@@ -31,6 +31,7 @@ from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from fortemi.auth.principal import Principal
 from fortemi.auth.tokens import bearer_token
 from fortemi.graphql.context import Context
+from fortemi.graphql.ide import GraphiQLPage
 from fortemi.graphql.websocket import ExpiringTransportWSHandler, authorization_of
 from fortemi.platform import logs
 from fortemi.platform.errors import Unauthenticated
@@ -63,7 +64,12 @@ def _unauthenticated_response(exc: Unauthenticated, request_id: str) -> Response
     body = {
         "data": None,
         "errors": [
-            {"message": exc.message, "extensions": {"code": exc.code, "requestId": request_id}}
+            {
+                "message": exc.message,
+                # extensions holds only the allow-listed failure (AuthFailure), never the
+                # logged detail.
+                "extensions": {**exc.extensions, "code": exc.code, "requestId": request_id},
+            }
         ],
     }
     return Response(
@@ -93,6 +99,8 @@ class GraphQLView(GraphQL[Context, None]):
             max_subscriptions_per_connection=settings.ws_max_subscriptions,
         )
         self.runtime = runtime
+        # Outside production GET serves GraphiQL from the package's own files (no CDN).
+        self.ide = None if settings.is_production else GraphiQLPage()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST":
@@ -104,7 +112,7 @@ class GraphQLView(GraphQL[Context, None]):
                     bearer_token(request.headers.get("authorization"))
                 )
             except Unauthenticated as exc:
-                # The reason is for the operator; the caller learns only that it failed.
+                # The detail is for the operator; the caller learns only which check failed.
                 log.info("rejected request %s: %s", request_id, exc.reason)
                 await _unauthenticated_response(exc, request_id)(scope, receive, send)
                 return
@@ -112,6 +120,12 @@ class GraphQLView(GraphQL[Context, None]):
             state["principal"] = principal
             state["request_id"] = request_id
         await super().__call__(scope, receive, send)
+
+    async def render_graphql_ide(self, request: Request) -> Response:
+        # Strawberry calls this only when graphql_ide is set, i.e. outside production.
+        if self.ide is None:
+            return Response(status_code=404)
+        return self.ide.render(request.url.path)
 
     def decode_json(self, data: str | bytes) -> object:
         if isinstance(data, bytes):

@@ -18,9 +18,10 @@ module that calls the library, once, and re-raised ``from exc``.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 __all__ = [
+    "AuthFailure",
     "BadUserInput",
     "Conflict",
     "Forbidden",
@@ -41,17 +42,42 @@ class FortemiError(Exception):
         self.extensions = extensions
 
 
+# Why a token was refused, in words the caller may see (``extensions.reason``). Each names
+# a check whose inputs the caller already has or could read (its own token, the issuer and
+# audience in the discovery document, the public key set); key material, claim values and
+# the provider's own failures stay in the log.
+AuthFailure = Literal[
+    "missing",
+    "malformed",
+    "expired",
+    "not_yet_valid",
+    "issuer_mismatch",
+    "audience_mismatch",
+    "invalid_signature",
+    "unknown_key",
+    "not_an_access_token",
+]
+
+
 class Unauthenticated(FortemiError):
     """The caller is not authenticated.
 
-    ``message`` is what the caller sees (deliberately vague); ``reason`` is logged only.
+    ``message`` is what the caller sees (deliberately vague), with ``failure``, when given,
+    as ``extensions.reason``; ``reason`` is the detail, logged only.
     """
 
     code = "UNAUTHENTICATED"
 
-    def __init__(self, reason: str, message: str = "A valid bearer token is required") -> None:
-        super().__init__(message)
+    def __init__(
+        self,
+        reason: str,
+        message: str = "A valid bearer token is required",
+        *,
+        failure: AuthFailure | None = None,
+    ) -> None:
+        super().__init__(message, **({"reason": failure} if failure is not None else {}))
         self.reason = reason
+        self.failure = failure
 
 
 class Forbidden(FortemiError):
