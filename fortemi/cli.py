@@ -114,6 +114,7 @@ async def _serve_async(settings: Settings, urls: Any, *, workers: bool) -> None:
             lifespan="off",
             log_level=settings.log_level.lower(),
             server_header=False,
+            ws_max_size=settings.max_ws_message_bytes,
         )
         server = uvicorn.Server(config)
         banner = asyncio.create_task(_banner(server, runtime))
