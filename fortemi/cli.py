@@ -129,6 +129,7 @@ async def _serve_async(settings: Settings, urls: Any, *, workers: bool) -> None:
             # uvicorn's loggers propagate to ours, so its lines share our format.
             log_config=None,
             server_header=False,
+            ws_max_size=settings.max_ws_message_bytes,
         )
         server = uvicorn.Server(config)
         banner = asyncio.create_task(_banner(server, runtime))

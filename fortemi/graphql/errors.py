@@ -9,6 +9,7 @@ under the same id, so an operator can grep for it.
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from graphql import GraphQLError
@@ -19,8 +20,14 @@ __all__ = ["render_error", "render_errors"]
 
 log = logging.getLogger("fortemi.graphql")
 
+# graphql-core ends a message with its suggestions (pyutils.did_you_mean), in validation
+# and in variable coercion alike.
+_SUGGESTION = re.compile(r" Did you mean .*\?$", re.DOTALL)
 
-def render_error(error: GraphQLError, request_id: str) -> GraphQLError:
+
+def render_error(
+    error: GraphQLError, request_id: str, *, hide_suggestions: bool = False
+) -> GraphQLError:
     original = error.original_error
     if isinstance(original, FortemiError):
         if isinstance(original, Unauthenticated):
@@ -33,7 +40,8 @@ def render_error(error: GraphQLError, request_id: str) -> GraphQLError:
             code = "GRAPHQL_PARSE_FAILED"
         elif error.message.startswith("Variable '$"):
             code = "BAD_USER_INPUT"
-        return _with(error, error.message, {**(error.extensions or {}), "code": code})
+        message = _SUGGESTION.sub("", error.message) if hide_suggestions else error.message
+        return _with(error, message, {**(error.extensions or {}), "code": code})
     log.error(
         "unexpected error [%s] at %s",
         request_id,
@@ -56,13 +64,15 @@ def _with(error: GraphQLError, message: str, extensions: dict[str, object]) -> G
     )
 
 
-def render_errors(result: Any, context: Any) -> Any:
+def render_errors(result: Any, context: Any, *, hide_suggestions: bool = False) -> Any:
     """Render ``result.errors`` in place (idempotent) and return ``result``."""
     errors = getattr(result, "errors", None)
     if errors:
         request_id = getattr(context, "request_id", "-")
         result.errors = [
-            error if "code" in (error.extensions or {}) else render_error(error, request_id)
+            error
+            if "code" in (error.extensions or {})
+            else render_error(error, request_id, hide_suggestions=hide_suggestions)
             for error in errors
         ]
     return result

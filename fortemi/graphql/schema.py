@@ -18,16 +18,16 @@ from strawberry.extensions import (
     SchemaExtension,
     ValidationCache,
 )
-from strawberry.extensions.max_aliases import create_validator as alias_rule
-from strawberry.extensions.query_depth_limiter import create_validator as depth_rule
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.tools import merge_types
 from strawberry.types import ExecutionContext, ExecutionResult
+from strawberry.types.execution import PreExecutionError
 
 from fortemi.graphql.audit import AuditQuery, AuditSubscription
 from fortemi.graphql.errors import render_errors
 from fortemi.graphql.events import EventSubscription
 from fortemi.graphql.jobs import JobMutation, JobQuery
+from fortemi.graphql.limits import QueryLimits, operation_limits_rule, oversized_variables
 from fortemi.graphql.memories import MemoryMutation, MemoryQuery
 from fortemi.graphql.metrics import OperationMetrics, count_errors
 from fortemi.graphql.notes import NoteMutation, NoteQuery
@@ -81,8 +81,12 @@ class FortemiSchema(strawberry.Schema):
     """Renders every result's errors in one place: HTTP (``execute``) and WebSocket (``stream``).
 
     Not an extension: parse errors leave strawberry's extension lifecycle as exceptions, so
-    an ``on_operation`` hook would never see them.
+    an ``on_operation`` hook would never see them. Variables are measured here too, before
+    strawberry or graphql-core touches them (see :func:`oversized_variables`).
     """
+
+    max_list_items: int = 1000
+    hide_suggestions: bool = False
 
     def process_errors(
         self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
@@ -91,47 +95,69 @@ class FortemiSchema(strawberry.Schema):
         # id); strawberry's default would log every expected NOT_FOUND as an error.
         return None
 
+    def _refused(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> PreExecutionError | None:
+        variables = kwargs.get("variable_values", args[1] if len(args) > 1 else None)
+        error = oversized_variables(
+            variables if isinstance(variables, dict) else None, max_items=self.max_list_items
+        )
+        return None if error is None else PreExecutionError(data=None, errors=[error])
+
+    def _render(self, result: Any, context: Any) -> Any:
+        rendered = render_errors(result, context, hide_suggestions=self.hide_suggestions)
+        count_errors(rendered)
+        return rendered
+
     async def execute(self, *args: Any, **kwargs: Any) -> ExecutionResult:
-        result = render_errors(await super().execute(*args, **kwargs), kwargs.get("context_value"))
-        count_errors(result)
-        return result  # type: ignore[no-any-return]
+        result = self._refused(args, kwargs) or await super().execute(*args, **kwargs)
+        return self._render(result, kwargs.get("context_value"))  # type: ignore[no-any-return]
 
     async def stream(self, *args: Any, **kwargs: Any) -> Any:
-        source = await super().stream(*args, **kwargs)
+        refused = self._refused(args, kwargs)
         context = kwargs.get("context_value")
+        if refused is not None:
+
+            async def refusal() -> AsyncIterator[Any]:
+                yield self._render(refused, context)
+
+            return refusal()
+        source = await super().stream(*args, **kwargs)
 
         async def rendered() -> AsyncIterator[Any]:
             async with aclosing(source):
                 async for result in source:
-                    rendered = render_errors(result, context)
-                    count_errors(rendered)
-                    yield rendered
+                    yield self._render(result, context)
 
         return rendered()
 
 
 def build_schema(settings: Settings) -> strawberry.Schema:
-    # The depth and alias rules are built once: the validation cache keys on the rule
-    # classes, so rules made afresh per operation (QueryDepthLimiter/MaxAliasesLimiter as
-    # factories) would make every lookup miss and every request revalidate.
-    limits = (
-        depth_rule(settings.max_query_depth, None),
-        alias_rule(settings.max_aliases),
+    # The rule is built once: the validation cache keys on the rule classes, so a rule
+    # made afresh per operation would make every lookup miss and every request revalidate.
+    # It replaces strawberry's depth and alias rules, which expand every fragment spread
+    # (exponential in the document's length) and crash on empty selection sets.
+    limits = operation_limits_rule(
+        QueryLimits(
+            max_depth=settings.max_query_depth,
+            max_aliases=settings.max_aliases,
+            max_cost=settings.max_query_cost,
+            max_list_items=settings.max_list_items,
+            default_page_size=settings.max_page_size,
+        )
     )
     # Factories, not instances: strawberry builds fresh extensions per operation. The caches
     # are shared across instances (keyed by size) and bounded.
     extensions: list[Callable[[], SchemaExtension]] = [
         OperationMetrics,
-        # The token limit bounds the parser's work; depth and aliases are checked in
+        # The token limit bounds the parser's work; depth, cost and aliases are checked in
         # validation, before any resolver runs.
         partial(MaxTokensLimiter, max_token_count=settings.max_query_tokens),
-        partial(AddValidationRules, list(limits)),
+        partial(AddValidationRules, [limits]),
         partial(ParserCache, maxsize=settings.graphql_cache_size),
         partial(ValidationCache, maxsize=settings.graphql_cache_size),
     ]
     if settings.is_production and not settings.graphql_introspection:
         extensions.append(DisableIntrospection)
-    return FortemiSchema(
+    schema = FortemiSchema(
         query=Query,
         mutation=Mutation,
         subscription=Subscription,
@@ -139,6 +165,11 @@ def build_schema(settings: Settings) -> strawberry.Schema:
         extensions=extensions,
         execution_context_class=PerEventExecutor,
     )
+    schema.max_list_items = settings.max_list_items
+    # Suggestions ("Did you mean 'auditLog'?") would spell out the schema that
+    # introspection keeps to itself.
+    schema.hide_suggestions = settings.is_production and not settings.graphql_introspection
+    return schema
 
 
 def print_sdl(schema: Any) -> str:

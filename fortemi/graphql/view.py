@@ -3,7 +3,8 @@
 HTTP: every POST carries ``Authorization: Bearer <jwt>``; a missing or invalid token is
 answered with HTTP 401, ``WWW-Authenticate`` and a GraphQL-shaped error body before the
 operation is even parsed. GET serves only the GraphiQL page (outside production): queries
-over GET are off, so no operation can ride on a link or a cross-site ``<img>``.
+over GET are off, so no operation can ride on a link or a cross-site ``<img>``. Media
+types, status codes and error bodies follow GraphQL over HTTP (see ``http.py``).
 
 WebSocket (``graphql-transport-ws`` only): the token and memory come in the
 ``connection_init`` payload; a bad token closes the socket with 4403 before any operation.
@@ -20,17 +21,31 @@ import uuid
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from cross_web import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
+from strawberry.schema.exceptions import InvalidOperationTypeError
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 
 from fortemi.auth.principal import Principal
 from fortemi.auth.tokens import bearer_token
 from fortemi.graphql.context import Context
+from fortemi.graphql.http import (
+    GRAPHQL_RESPONSE_JSON,
+    JSON,
+    MalformedBody,
+    ResponseTooLarge,
+    decode_body,
+    encode_within,
+    error_document,
+    is_request_error,
+    preferred_media_type,
+    too_large_document,
+)
 from fortemi.graphql.ide import GraphiQLPage
 from fortemi.graphql.websocket import ExpiringTransportWSHandler, authorization_of
 from fortemi.platform import logs
@@ -83,6 +98,23 @@ def _unauthenticated_response(exc: Unauthenticated, request_id: str) -> Response
     )
 
 
+_HTTP_CODES = {400: "BAD_REQUEST", 404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}
+
+
+def _http_error(exc: HTTPException, media_type: str) -> Response:
+    cause, status = exc.__cause__, exc.status_code
+    if isinstance(cause, InvalidOperationTypeError):
+        # An operation over GET: the method, not the request, is what is refused.
+        status = 405
+    if isinstance(cause, MalformedBody):
+        body = error_document(cause.message, cause.code)
+    else:
+        body = error_document(exc.reason, _HTTP_CODES.get(status, "BAD_REQUEST"))
+    # GET serves the GraphiQL page only: operations go by POST.
+    headers = {"Allow": "POST"} if status == 405 else None
+    return Response(json.dumps(body), status, headers=headers, media_type=media_type)
+
+
 class GraphQLView(GraphQL[Context, None]):
     graphql_transport_ws_handler_class = ExpiringTransportWSHandler
 
@@ -119,6 +151,9 @@ class GraphQLView(GraphQL[Context, None]):
             state = scope.setdefault("state", {})
             state["principal"] = principal
             state["request_id"] = request_id
+        if scope["type"] == "http":
+            await self._serve_http(scope, receive, send)
+            return
         await super().__call__(scope, receive, send)
 
     async def render_graphql_ide(self, request: Request) -> Response:
@@ -127,14 +162,55 @@ class GraphQLView(GraphQL[Context, None]):
             return Response(status_code=404)
         return self.ide.render(request.url.path)
 
+    async def _serve_http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # Strawberry answers its HTTPExceptions in plain text; clients parse JSON.
+        request = Request(scope, receive)
+        try:
+            response = await self.run(request)
+        except HTTPException as exc:
+            response = _http_error(exc, preferred_media_type(request.headers.get("accept")))
+        await response(scope, receive, send)
+
     def decode_json(self, data: str | bytes) -> object:
-        if isinstance(data, bytes):
-            try:
-                data = data.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                # Strawberry turns JSONDecodeError into a 400; invalid UTF-8 would be a 500.
-                raise json.JSONDecodeError("request body is not valid UTF-8", "", 0) from exc
-        return json.loads(data)
+        return decode_body(data)
+
+    def encode_json(self, data: object) -> str:
+        limit = self.runtime.settings.max_response_bytes
+        try:
+            return encode_within(data, limit)
+        except ResponseTooLarge:
+            log.warning("response over %d bytes abandoned", limit)
+            return json.dumps(too_large_document(data, limit), separators=(",", ":"))
+
+    async def get_sub_response(self, request: Request | WebSocket) -> Response:
+        sub_response = await super().get_sub_response(request)
+        sub_response.media_type = preferred_media_type(request.headers.get("accept"))
+        # process_result, which knows whether the operation ran, sets its status.
+        request.state.sub_response = sub_response
+        return sub_response
+
+    async def process_result(self, request: Request, result: Any) -> Any:
+        body = await super().process_result(request, result)
+        sub_response: Response | None = getattr(request.state, "sub_response", None)
+        if (
+            sub_response is not None
+            and sub_response.media_type == GRAPHQL_RESPONSE_JSON
+            and is_request_error(result)
+        ):
+            # The operation never ran: a request error has no data entry, and is a 400.
+            body.pop("data", None)
+            sub_response.status_code = 400
+        return body
+
+    def create_response(self, response_data: Any, sub_response: Response) -> Response:
+        response = Response(
+            self.encode_json(response_data),
+            status_code=sub_response.status_code or 200,
+            media_type=sub_response.media_type or JSON,
+        )
+        response.headers.raw.extend(sub_response.headers.raw)
+        response.background = sub_response.background
+        return response
 
     async def get_context(self, request: Request | WebSocket, response: Any) -> Context:
         principal: Principal | None = getattr(request.state, "principal", None)

@@ -203,6 +203,20 @@ class Settings(BaseSettings):
     max_query_depth: int = Field(default=12, ge=1)
     max_aliases: int = Field(default=30, ge=1)
     max_query_tokens: int = Field(default=2000, ge=10)
+    max_query_cost: int = Field(
+        default=25_000,
+        ge=1,
+        description="Most an operation may cost: list sizes times fields, large text weighing 100",
+    )
+    max_list_items: int = Field(
+        default=1000, ge=1, description="Most items in one list argument or variable"
+    )
+    max_response_bytes: int = Field(
+        default=64 * 1_048_576, ge=1024, description="Largest HTTP response body"
+    )
+    max_ws_message_bytes: int = Field(
+        default=2 * 1_048_576, ge=1024, description="Largest WebSocket message a client may send"
+    )
     graphql_cache_size: int = Field(default=256, ge=1)
     graphql_introspection: bool = Field(
         default=False, description="Allow introspection in production (always on otherwise)"

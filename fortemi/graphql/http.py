@@ -1,0 +1,186 @@
+"""GraphQL over HTTP: request bodies in, media types and response bodies out.
+
+Follows the GraphQL-over-HTTP specification (draft of 2025): a client that accepts
+``application/graphql-response+json`` gets that media type, and a *request error* (the
+operation never started: parse, validation, variable coercion) comes back as HTTP 400
+without a ``data`` entry. ``application/json`` keeps its legacy contract: 200 with
+``"data": null``. Every error, even one found before GraphQL is reached (a body that is
+not JSON, a method that is not allowed), is a GraphQL-shaped JSON body with a stable
+``extensions.code``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = [
+    "GRAPHQL_RESPONSE_JSON",
+    "JSON",
+    "MalformedBody",
+    "ResponseTooLarge",
+    "decode_body",
+    "encode_within",
+    "error_document",
+    "is_request_error",
+    "preferred_media_type",
+    "too_large_document",
+]
+
+JSON = "application/json"
+GRAPHQL_RESPONSE_JSON = "application/graphql-response+json"
+
+
+class MalformedBody(json.JSONDecodeError):
+    """A request body that cannot be read as JSON, with a message a person can act on.
+
+    A JSONDecodeError so that strawberry answers it as a client error (400), on HTTP and
+    on WebSocket alike.
+    """
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message, "", 0)
+        self.message = message
+        self.code = code
+
+
+class ResponseTooLarge(Exception):
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"response over {limit} bytes")
+        self.limit = limit
+
+
+def decode_body(data: str | bytes) -> object:
+    """``json.loads``, with every failure a :class:`MalformedBody` (never a 500)."""
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise MalformedBody("The request body is not valid UTF-8", "BAD_REQUEST") from exc
+    try:
+        return json.loads(data)
+    except RecursionError as exc:
+        raise MalformedBody("The request body's JSON nests too deeply", "BAD_REQUEST") from exc
+    except json.JSONDecodeError as exc:
+        raise MalformedBody(f"The request body is not valid JSON: {exc}", "BAD_REQUEST") from exc
+    except ValueError as exc:
+        # Python refuses to convert integers longer than this (CVE-2020-10735).
+        limit = sys.get_int_max_str_digits()
+        raise MalformedBody(
+            f"A number in the request has more than {limit} digits; send it as a string",
+            "BAD_USER_INPUT",
+        ) from exc
+
+
+def preferred_media_type(accept: str | None) -> str:
+    """The response media type for an ``Accept`` header: the GraphQL one only when asked.
+
+    Ties go to the range listed first; a missing header, ``*/*`` and anything else
+    unknown get ``application/json``, as the specification asks during its transition.
+    """
+    best, best_q = JSON, 0.0
+    for media, q in _ranges(accept or ""):
+        if media == GRAPHQL_RESPONSE_JSON and q > best_q:
+            best, best_q = GRAPHQL_RESPONSE_JSON, q
+        elif media in (JSON, "application/*", "*/*") and q > best_q:
+            best, best_q = JSON, q
+    return best
+
+
+def _ranges(accept: str) -> Iterable[tuple[str, float]]:
+    for part in accept.split(","):
+        media, *params = (piece.strip() for piece in part.split(";"))
+        q = 1.0
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        if q > 0:
+            yield media.lower(), q
+
+
+def is_request_error(result: Any) -> bool:
+    """True when the operation never ran: no data, and no error belongs to a field.
+
+    Field errors always carry a ``path``; errors of parsing, validation and variable
+    coercion never do.
+    """
+    errors = getattr(result, "errors", None)
+    if not errors or result.data is not None:
+        return False
+    return all(error.path is None for error in errors)
+
+
+def error_document(message: str, code: str, **extensions: object) -> dict[str, object]:
+    return {"errors": [{"message": message, "extensions": {"code": code, **extensions}}]}
+
+
+# Below this many levels of objects a value is encoded whole: a response is only as deep
+# as its query, and JSON scalars (metadata) go to the C encoder in one call.
+_WALKED_LEVELS = 16
+
+
+def encode_within(data: object, limit: int) -> str:
+    """Compact JSON of ``data``, or :class:`ResponseTooLarge` once it passes ``limit``.
+
+    Objects are walked and each list item is encoded at C speed on its own, so an
+    oversized response is abandoned within one list item of the limit (an item is one
+    note, one audit entry...) rather than built whole first. Non-ASCII is escaped, so
+    characters are bytes.
+    """
+    pieces: list[str] = []
+    size = 0
+
+    def add(piece: str) -> None:
+        nonlocal size
+        size += len(piece)
+        if size > limit:
+            raise ResponseTooLarge(limit)
+        pieces.append(piece)
+
+    def walk(value: object, level: int) -> None:
+        if isinstance(value, dict) and level < _WALKED_LEVELS:
+            add("{")
+            for index, (key, item) in enumerate(value.items()):
+                add(("," if index else "") + _dumps(str(key)) + ":")
+                walk(item, level + 1)
+            add("}")
+        elif isinstance(value, list) and level < _WALKED_LEVELS:
+            add("[")
+            for index, item in enumerate(value):
+                add(("," if index else "") + _dumps(item))
+            add("]")
+        else:
+            add(_dumps(value))
+
+    walk(data, 0)
+    return "".join(pieces)
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def too_large_document(data: object, limit: int) -> dict[str, object]:
+    """What replaces a response over ``limit``: the error, inside the same envelope.
+
+    A WebSocket message (``{"id", "type": "next", "payload"}``) keeps its envelope so the
+    protocol goes on; an HTTP body becomes the error itself.
+    """
+    result = {
+        "data": None,
+        **error_document(
+            f"The response is over the {limit}-byte limit (FORTEMI_MAX_RESPONSE_BYTES): ask "
+            "for fewer items (first, limit) or leave out large fields such as content",
+            "RESPONSE_TOO_LARGE",
+            limit=limit,
+        ),
+    }
+    if isinstance(data, Mapping) and "payload" in data:
+        return {**data, "payload": result}
+    return result

@@ -1,0 +1,70 @@
+"""The pieces of GraphQL over HTTP: media types, bodies in, bodies out."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fortemi.graphql.http import (
+    GRAPHQL_RESPONSE_JSON,
+    JSON,
+    MalformedBody,
+    ResponseTooLarge,
+    decode_body,
+    encode_within,
+    preferred_media_type,
+)
+
+
+def test_encoding_within_the_limit_is_exactly_compact_json() -> None:
+    deep: object = {"leaf": [1, 2.5, None]}
+    for _ in range(40):
+        deep = {"k": deep}
+    data = {
+        "data": {"notes": {"edges": [{"node": {"content": 'é\u2028"x"', "tags": []}}] * 3}},
+        "errors": [{"message": "m", "path": ["a", 0], "extensions": {"code": "X"}}],
+        "deep": deep,
+        "flags": [True, False, {}],
+    }
+    assert encode_within(data, 10_000) == json.dumps(data, separators=(",", ":"))
+
+
+def test_an_oversized_response_is_abandoned() -> None:
+    item = {"content": "x" * 1000}
+    with pytest.raises(ResponseTooLarge):
+        encode_within({"data": {"items": [item] * 1_000_000}}, 50_000)
+
+
+@pytest.mark.parametrize(
+    ("accept", "expected"),
+    [
+        (None, JSON),
+        ("", JSON),
+        ("text/html", JSON),
+        (GRAPHQL_RESPONSE_JSON, GRAPHQL_RESPONSE_JSON),
+        (f"{GRAPHQL_RESPONSE_JSON};q=0, application/json", JSON),
+        (f"application/json;q=0.8, {GRAPHQL_RESPONSE_JSON}", GRAPHQL_RESPONSE_JSON),
+        (f"*/*, {GRAPHQL_RESPONSE_JSON}", JSON),
+        (f"{GRAPHQL_RESPONSE_JSON}; charset=utf-8, */*;q=0.1", GRAPHQL_RESPONSE_JSON),
+        (f"{GRAPHQL_RESPONSE_JSON};q=nonsense", JSON),
+    ],
+)
+def test_the_media_type_follows_accept(accept: str | None, expected: str) -> None:
+    assert preferred_media_type(accept) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        (b"\xff\xfe", "BAD_REQUEST"),
+        (b"{", "BAD_REQUEST"),
+        (b"[" * 100_000 + b"]" * 100_000, "BAD_REQUEST"),
+        (b'{"n": ' + b"9" * 5000 + b"}", "BAD_USER_INPUT"),
+    ],
+    ids=["not utf-8", "not json", "too deep", "too many digits"],
+)
+def test_unreadable_bodies_are_client_errors(raw: bytes, code: str) -> None:
+    with pytest.raises(MalformedBody) as refused:
+        decode_body(raw)
+    assert refused.value.code == code
