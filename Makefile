@@ -25,6 +25,10 @@ $(VENV)/.runtime: $(BIN)/python pyproject.toml
 AUDIT := tests/http-audit
 
 $(AUDIT)/node_modules/.package-lock.json: $(AUDIT)/package-lock.json
+	@command -v npm >/dev/null 2>&1 || \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y nodejs npm; \
+	fi
 	npm ci --prefix $(AUDIT) --no-audit --no-fund
 
 $(VENV)/.dev: $(VENV)/.runtime $(AUDIT)/node_modules/.package-lock.json
