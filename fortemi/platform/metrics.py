@@ -108,12 +108,12 @@ _names: set[str] = set()
 _names_lock = threading.Lock()
 
 
-def operation_label(name: str | None) -> str:
+def operation_label(name: object) -> str:
     """The label for an operation name: itself while bounded and well formed, else
-    ``anonymous`` (no name) or ``other``."""
-    if not name:
+    ``anonymous`` (no name) or ``other`` (a client may send anything, even a JSON object)."""
+    if name is None or name == "":
         return "anonymous"
-    if not _OPERATION_NAME.fullmatch(name):
+    if not isinstance(name, str) or not _OPERATION_NAME.fullmatch(name):
         return "other"
     with _names_lock:
         if name in _names:

@@ -18,10 +18,11 @@ import httpx
 import psutil
 import pytest
 
-from fortemi.auth.audit import AuditRecord, AuditWriter
+from fortemi.auth.audit import AuditKeyring, AuditRecord, AuditWriter
 from fortemi.platform.database import Database
 from fortemi.platform.embedded import ServiceUrls
 from fortemi.platform.migrations import Migrations
+from fortemi.platform.settings import Settings
 
 # The script pip installed, as `make serve` runs it; not on PATH unless a venv is active.
 FORTEMI = str(Path(sys.executable).parent / "fortemi")
@@ -125,7 +126,8 @@ async def test_audit_export_into_a_pipe_closed_early_is_no_database_failure(
     db = await Database.connect(fresh_database, min_size=1, max_size=2)
     try:
         await Migrations().migrate_shared(db)
-        async with AuditWriter(db) as writer:
+        keyring = AuditKeyring.from_settings(Settings(home=home))
+        async with AuditWriter(db, keyring=keyring) as writer:
             # Far more than the pipe and stdout buffers hold, so the export is still
             # writing, inside its database transaction, when the reader goes away.
             await writer.append([_record(i) for i in range(3000)])
