@@ -48,7 +48,8 @@ async def alpha(runtime: Runtime) -> AsyncIterator[str]:
 
 
 def _reason(body: dict[str, Any]) -> str | None:
-    return (body.get("errors") or [{}])[0].get("extensions", {}).get("reason")
+    reason: str | None = (body.get("errors") or [{}])[0].get("extensions", {}).get("reason")
+    return reason
 
 
 async def _titles(

@@ -3,6 +3,8 @@ parse, and they decide the seed scenarios."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pytest
 
 from fortemi.auth.decision import Action, Reason, Resource, ResourceType
@@ -37,7 +39,7 @@ def seed_set(*stored: Policy) -> PolicySet:
     return PolicySet(contents.defaults, [contents.policies, stored])
 
 
-def stored_memory(name: str, document: dict[str, object]) -> Policy:
+def stored_memory(name: str, document: Mapping[str, object]) -> Policy:
     return parse_policy(
         document,
         resource_type=ResourceType.MEMORY,
