@@ -2,12 +2,13 @@
 
 ``python -m benchmarks.authz [--projects 1000] [--skills 50] [--decisions 100000] [--home DIR]``
 
-A policy folder is generated in the home directory: the shipped ``default.yaml``, N
-project policies (``projects/p0000/_access.yaml`` ...) and M shared skills, with a mix of
-access levels, owner and allowed groups out of 50 teams, per-action role overrides, some
-deny lists and some grants. It is loaded through the production provider
-(``build_policy_provider``: files + database + Redis generation check) so the load figure
-includes parsing, validation and hashing of every file.
+A policy folder is generated in the home directory: the shipped ``default.yaml``, a
+policy letting every viewer into the memory the decisions are made in, N project policies
+(``projects/p0000/_access.yaml`` ...) and M shared skills, with a mix of access levels,
+owner and allowed groups out of 50 teams, per-action role overrides, some deny lists and
+some grants. It is loaded through the production provider (``build_policy_provider``:
+files + database + Redis generation check) so the load figure includes parsing,
+validation and hashing of every file.
 
 Then, in this process (the engine does no I/O):
 
@@ -74,6 +75,14 @@ def _write_policies(directory: Path, projects: int, skills: int, rng: random.Ran
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
     shutil.copy(SHIPPED / "default.yaml", directory / "default.yaml")
+    # The memory lets every viewer in, so each project and skill decision reaches its own
+    # policy instead of stopping at the memory's admission.
+    (directory / "memories").mkdir()
+    (directory / "memories" / f"{MEMORY}.yaml").write_text(
+        f"version: 1\nmemory: {MEMORY}\naccess_level: public\nrequired_role: viewer\n"
+        "actions:\n  write: {required_role: editor}\n  delete: {required_role: editor}\n"
+        "  admin: {required_role: admin}\n"
+    )
     for kind, count in (("project", projects), ("skill", skills)):
         for i in range(count):
             name = f"p{i:04d}" if kind == "project" else f"SKILL-s{i:03d}"

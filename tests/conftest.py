@@ -19,6 +19,7 @@ from fortemi.platform.embedded import EmbeddedServices, ServiceUrls
 from fortemi.platform.memories import MemoryService
 from fortemi.platform.migrations import Migrations
 from fortemi.platform.settings import Settings
+from tests.support.policies import FIXTURE_POLICIES
 
 
 @pytest.fixture(scope="session")
@@ -46,6 +47,8 @@ def settings(service_urls: ServiceUrls, test_home: Path) -> Settings:
         home=test_home,
         DATABASE_URL=service_urls.database,
         REDIS_URL=service_urls.redis,
+        # The suite's own policies: a user's edits to ./policies must not change a test.
+        policy_dir=FIXTURE_POLICIES,
         # Test receivers listen on loopback; every other private range stays refused.
         webhook_allowed_networks=["127.0.0.0/8"],
         webhook_timeout_seconds=2.0,

@@ -30,7 +30,8 @@ class ResourceType(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Resource:
-    """What a decision is about. ``memory`` is None for system, audit and (file) skills."""
+    """What a decision is about. ``memory`` is None for system and audit; a project or skill
+    with a memory is *inside* it, and only reachable through that memory's admission."""
 
     type: ResourceType
     name: str | None = None
@@ -69,6 +70,10 @@ class Reason(StrEnum):
     NOT_IN_ALLOWED_GROUPS = "not_in_allowed_groups"
     NOT_IN_OWNER_GROUP = "not_in_owner_group"
     ROLE_REQUIREMENT_FAILED = "role_requirement_failed"
+    # the policy names no rule for this action (only `read` follows the policy-wide rules)
+    ACTION_NOT_IN_POLICY = "action_not_in_policy"
+    # a project or skill inside a memory whose policy does not let the principal read it
+    MEMORY_NOT_ADMITTED = "memory_not_admitted"
     PERMISSION_REQUIRED = "permission_required"
     EXPLICIT_DENY = "explicit_deny"
     NO_POLICY_DEFAULT_DENY = "no_policy_default_deny"

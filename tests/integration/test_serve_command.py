@@ -23,6 +23,7 @@ from fortemi.auth.audit import AuditKeyring, AuditRecord, AuditWriter
 from fortemi.platform.database import Database
 from fortemi.platform.embedded import ServiceUrls
 from fortemi.platform.migrations import Migrations
+from tests.support.policies import FIXTURE_POLICIES
 
 
 def _free_port() -> int:
@@ -37,6 +38,7 @@ def _env(home: Path, port: int) -> dict[str, str]:
     env.pop("DATABASE_URL", None)
     env.pop("REDIS_URL", None)
     env.update(FORTEMI_HOME=str(home), FORTEMI_PORT=str(port), FORTEMI_LOG_LEVEL="WARNING")
+    env.update(FORTEMI_POLICY_DIR=str(FIXTURE_POLICIES))  # never the user-edited ./policies
     return env
 
 

@@ -3,8 +3,9 @@
 The pieces, in the order a request meets them::
 
     PolicyProvider.snapshot()  ->  PolicySet  ->  AccessDecisionEngine.decide()  ->  Decision
-    (files + database, kept          (immutable,     (deny, grant, access level,
-     current through Redis)           versioned)      role, permission)
+    (files + database, kept          (immutable,     (memory admission, deny, grant,
+     current through Redis)           versioned)      stated action, access level,
+                                                      role, permission)
 
 Lists and searches ask :meth:`AccessDecisionEngine.read_scope` instead, once per request,
 and turn the :class:`ReadScope` into a SQL predicate. :func:`reference_decide` is the

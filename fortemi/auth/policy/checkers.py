@@ -17,6 +17,7 @@ from fortemi.auth.principal import Principal
 __all__ = [
     "best_rank",
     "check_access_level",
+    "check_action_stated",
     "check_deny",
     "check_grant",
     "check_permission",
@@ -41,6 +42,12 @@ def check_grant(policy: Policy, principal: Principal) -> Reason | None:
     ):
         return Reason.EXPLICIT_GRANT
     return None
+
+
+def check_action_stated(policy: Policy, action: Action) -> Reason | None:
+    """``action_not_in_policy`` unless the policy has rules for ``action``
+    (see :meth:`Policy.states`): an unmentioned write, delete or admin is closed."""
+    return None if policy.states(action) else Reason.ACTION_NOT_IN_POLICY
 
 
 def check_access_level(policy: Policy, principal: Principal) -> tuple[bool, Reason]:

@@ -2,13 +2,21 @@
 
 The order is fixed and short-circuits at the first final answer::
 
+    0. memory      a project or skill inside memory M, and M's policy does not let the
+                   principal read M                  -> deny  memory_not_admitted
     1. lookup      no policy             -> the default (no_policy_default_deny / _allow)
     2. deny        subject or group      -> deny  explicit_deny       (deny always wins)
     3. grant       subject/group/role/permission -> allow explicit_grant
-    4. access      public / owner group / allowed group, else deny
-    5. role        the action's required role (a minimum within the role order)
-    6. permission  the action's required permission
-    7. allow, with step 4's reason
+    4. action      not read, and not named in ``actions`` -> deny action_not_in_policy
+    5. access      public / owner group / allowed group, else deny
+    6. role        the action's required role (a minimum within the role order)
+    7. permission  the action's required permission
+    8. allow, with step 5's reason
+
+Step 0 makes a memory a tenant boundary: a project's or skill's policy can narrow what a
+principal may do inside a memory, never widen it past the memory's own read admission
+(the two policies are intersected, not one replacing the other). The memory's admission
+is its full ``read`` decision, so its deny lists, grants and default apply as well.
 
 Lists and searches never post-filter: :meth:`AccessDecisionEngine.read_scope` turns "what
 may this principal read in this memory" into a :class:`ReadScope` the repository renders
@@ -25,6 +33,7 @@ from dataclasses import dataclass
 from fortemi.auth.decision import Action, Decision, Reason, Resource, ResourceType
 from fortemi.auth.policy.checkers import (
     check_access_level,
+    check_action_stated,
     check_deny,
     check_grant,
     check_permission,
@@ -37,6 +46,8 @@ from fortemi.auth.principal import Principal
 __all__ = ["AccessDecisionEngine", "NameScope", "ReadScope"]
 
 _ScopeKey = tuple[str, str, frozenset[str], frozenset[str], frozenset[str], str]
+# Resource types that live inside a memory and so pass its admission first (step 0).
+_INSIDE_A_MEMORY = frozenset({ResourceType.PROJECT, ResourceType.SKILL})
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +83,10 @@ class ReadScope:
         return self.memory
 
 
+# No name at all: a memory that does not admit the principal shows none of its contents.
+_NOTHING = NameScope(frozenset(), listed_are_readable=True)
+
+
 class AccessDecisionEngine:
     """Stateless apart from a bounded LRU of read scopes; safe to share across requests
     and threads.
@@ -92,6 +107,25 @@ class AccessDecisionEngine:
         self, policies: PolicySet, principal: Principal, action: Action, resource: Resource
     ) -> Decision:
         """The decision for ``principal`` doing ``action`` on ``resource`` under ``policies``."""
+        if resource.type in _INSIDE_A_MEMORY and resource.memory is not None:
+            entry = self._decide_own(
+                policies, principal, Action.READ, Resource.of_memory(resource.memory)
+            )
+            if not entry.allowed:
+                return Decision(
+                    False,
+                    Reason.MEMORY_NOT_ADMITTED,
+                    action,
+                    resource,
+                    entry.policy_source,
+                    policies.version,
+                )
+        return self._decide_own(policies, principal, action, resource)
+
+    def _decide_own(
+        self, policies: PolicySet, principal: Principal, action: Action, resource: Resource
+    ) -> Decision:
+        """The decision of ``resource``'s own policy alone (steps 1 to 8)."""
         policy = policies.lookup(resource)
         if policy is None:
             allowed = policies.default_decision is DefaultDecision.ALLOW
@@ -110,6 +144,9 @@ class AccessDecisionEngine:
         reason = check_grant(policy, principal)
         if reason is not None:
             return True, reason
+        reason = check_action_stated(policy, action)
+        if reason is not None:
+            return False, reason
         admitted, access = check_access_level(policy, principal)
         if not admitted:
             return False, access
@@ -147,8 +184,16 @@ class AccessDecisionEngine:
     ) -> ReadScope:
         """:meth:`read_scope` without the cache: one evaluation per name with a policy."""
         own = self.decide(policies, principal, Action.READ, Resource.of_memory(memory))
+        if not own.allowed:
+            # Step 0 of every decision inside the memory: nothing in it is readable.
+            return ReadScope(
+                memory=False,
+                projects=_NOTHING,
+                skills=_NOTHING,
+                policy_version=policies.version,
+            )
         return ReadScope(
-            memory=own.allowed,
+            memory=True,
             projects=self._name_scope(policies, principal, ResourceType.PROJECT, memory),
             skills=self._name_scope(policies, principal, ResourceType.SKILL, memory),
             policy_version=policies.version,
@@ -157,9 +202,10 @@ class AccessDecisionEngine:
     def _name_scope(
         self, policies: PolicySet, principal: Principal, type_: ResourceType, memory: str
     ) -> NameScope:
-        # Names without a policy get the default decision, so only names whose answer
-        # differs from the default need listing: the readable ones under default deny,
-        # the unreadable ones under default allow.
+        # Only called once the memory admits the principal, so each name's own policy
+        # decides. Names without a policy get the default decision, so only names whose
+        # answer differs from the default need listing: the readable ones under default
+        # deny, the unreadable ones under default allow.
         default_allows = policies.default_decision is DefaultDecision.ALLOW
         exceptions: list[str] = []
         for name in policies.names(type_, memory):

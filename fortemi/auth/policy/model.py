@@ -113,9 +113,19 @@ class Policy:
     def has_deny_rules(self) -> bool:
         return bool(self.deny_groups or self.deny_subjects)
 
+    def states(self, action: Action) -> bool:
+        """Whether the policy has rules for ``action`` at all.
+
+        The policy-wide fields are the rules for ``read``; any other action is allowed
+        only where ``actions`` names it (an entry may be empty: "as for read"). A policy
+        that never mentions ``write``, ``delete`` or ``admin`` allows them to no one but
+        its explicit grants, so a read requirement can never stand in for a write one.
+        """
+        return action is Action.READ or action in self.actions
+
     def role_for(self, action: Action) -> str | None:
-        """The role ``action`` requires: the action's override if it names one, else the
-        policy-wide ``required_role``."""
+        """The role ``action`` requires, for an action the policy :meth:`states`: the
+        action's override if it names one, else the policy-wide ``required_role``."""
         override = self.actions.get(action)
         if override is not None and override.sets_role:
             return override.required_role

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from fortemi.auth.decision import Resource
+from fortemi.auth.decision import Resource, ResourceType
 from fortemi.auth.principal import Principal
 
 __all__ = ["Document", "reference_decide"]
@@ -34,6 +34,13 @@ def reference_decide(
     """(allowed, reason code) for ``principal`` doing ``action`` on ``resource``."""
     kind = resource.type.value
     name = resource.name
+
+    # 0. A project or skill inside a memory: only for those the memory lets read it.
+    if kind in ("project", "skill") and resource.memory is not None:
+        entry = Resource(ResourceType.MEMORY, resource.memory, resource.memory)
+        admitted, _ = reference_decide(default, files, database, principal, "read", entry)
+        if not admitted:
+            return False, "memory_not_admitted"
 
     # 1. Which policy? system and audit live in default.yaml; a file beats the database;
     #    a database policy for this memory beats one for every memory.
@@ -80,7 +87,11 @@ def reference_decide(
         if permission in grant.get("permissions", []):
             return True, "explicit_grant"
 
-    # 4. The access level.
+    # 4. Only read follows the policy-wide rules; another action needs its own entry.
+    if action != "read" and action not in policy.get("actions", {}):
+        return False, "action_not_in_policy"
+
+    # 5. The access level.
     level = policy["access_level"]
     owner = policy.get("owner_group")
     if level == "public":
@@ -98,7 +109,7 @@ def reference_decide(
         else:
             return False, "not_in_owner_group"
 
-    # 5. The required role: the action's override if it names one (even as null).
+    # 6. The required role: the action's override if it names one (even as null).
     override = policy.get("actions", {}).get(action, {})
     if "required_role" in override:
         required_role = override["required_role"]
@@ -113,7 +124,7 @@ def reference_decide(
         elif required_role not in roles:
             return False, "role_requirement_failed"
 
-    # 6. The required permission, overridden the same way.
+    # 7. The required permission, overridden the same way.
     if "required_permission" in override:
         required_permission = override["required_permission"]
     else:
@@ -121,5 +132,5 @@ def reference_decide(
     if required_permission is not None and required_permission not in permissions:
         return False, "permission_required"
 
-    # 7. Allowed, for the access level's reason.
+    # 8. Allowed, for the access level's reason.
     return True, reason

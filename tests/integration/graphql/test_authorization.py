@@ -1,7 +1,7 @@
 """The seed's access scenarios, through the API, with the shipped policies.
 
 poimen: owner platform-team, group access for platform-team and devops-team, viewers read,
-editors write. SKILL-private-debug: private to ml-team.
+editors write. SKILL-private-debug: private to ml-team, editors write.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def people(issuer: LocalIssuer) -> dict[str, str]:
             "charlie", groups=["platform-team", "devops-team"], roles=["viewer"]
         ),
         "alice": issuer.mint("alice", groups=["data-team"], roles=["viewer"]),
-        "bob": issuer.mint("bob", groups=["ml-team"], roles=["viewer"]),
+        "bob": issuer.mint("bob", groups=["ml-team"], roles=["editor"]),
         "dana": issuer.mint("dana", groups=["platform-team"], roles=["editor"]),
         "root": issuer.mint("root", roles=["admin"]),
         "auditor": issuer.mint("ivy", roles=["auditor"]),
@@ -212,7 +212,13 @@ async def test_a_memory_recreated_under_an_old_name_does_not_inherit_its_grants(
         memory: $m, document: {version: 1, project: "shared", access_level: "public",
         required_role: "viewer"}}) { version } }"""
     asks_shared = 'query { notes(filter: {project: "shared"}) { totalCount } }'
+    # The memory lets viewers in, so the project's own policy decides inside it.
+    viewers = """mutation($m: String!) { setPolicy(input: {resourceType: MEMORY, name: $m,
+        memory: $m, document: {version: 1, memory: "recycled_name", access_level: "public",
+        required_role: "viewer"}}) { version } }"""
     await gql(create, {"n": name}, token=people["root"])
+    opened = await gql(viewers, {"m": name}, token=people["root"])
+    assert "errors" not in opened, opened
     shared = await gql(share, {"m": name}, token=people["root"])
     assert "errors" not in shared, shared
     before = await gql(asks_shared, token=people["charlie"], memory=name)
@@ -220,6 +226,8 @@ async def test_a_memory_recreated_under_an_old_name_does_not_inherit_its_grants(
     await gql(delete, {"n": name}, token=people["root"])
     await gql(create, {"n": name}, token=people["root"])
     try:
+        reopened = await gql(viewers, {"m": name}, token=people["root"])
+        assert "errors" not in reopened, reopened
         after = await gql(asks_shared, token=people["charlie"], memory=name)
         assert error_codes(after) == ["FORBIDDEN"]
         assert _reason(after) == "no_policy_default_deny"

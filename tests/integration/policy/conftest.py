@@ -11,6 +11,7 @@ import shutil
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis.asyncio as redis
@@ -18,8 +19,7 @@ import redis.asyncio as redis
 from fortemi.auth.policy import DatabasePolicyProvider
 from fortemi.platform.database import Database
 from fortemi.platform.embedded import ServiceUrls
-
-SHIPPED = Path(__file__).resolve().parents[3] / "policies"
+from tests.support.policies import FIXTURE_POLICIES
 
 
 @pytest.fixture
@@ -40,9 +40,9 @@ async def store(db: Database) -> AsyncIterator[DatabasePolicyProvider]:
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    """A writable copy of the shipped policy folder."""
+    """A writable copy of the suite's fixture policy folder."""
     directory = tmp_path / "policies"
-    shutil.copytree(SHIPPED, directory)
+    shutil.copytree(FIXTURE_POLICIES, directory)
     return directory
 
 
@@ -51,3 +51,21 @@ async def redis_client(service_urls: ServiceUrls) -> AsyncIterator[redis.Redis]:
     client = redis.Redis.from_url(service_urls.redis)
     yield client
     await client.aclose()
+
+
+# Everyone may read and change this memory: these tests are about the policies of the
+# projects and skills inside it, which only apply to those the memory admits.
+OPEN_MEMORY: dict[str, Any] = {
+    "access_level": "public",
+    "actions": {"write": {}, "delete": {}, "admin": {}},
+}
+
+
+@pytest.fixture
+async def memory(memory: str, db: Database) -> str:
+    """The session's fresh memory, with a stored policy admitting everyone (the row goes
+    with the memory)."""
+    await DatabasePolicyProvider(db).put(
+        "memory", memory, memory, {**OPEN_MEMORY, "memory": memory}, actor="policy-tests"
+    )
+    return memory

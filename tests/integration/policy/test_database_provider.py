@@ -56,7 +56,7 @@ async def test_a_put_policy_is_read_back_and_decides(
     ] is Reason.ROLE_REQUIREMENT_FAILED
     # Scoped to its memory: the same project name elsewhere has no policy.
     elsewhere = Resource(ResourceType.PROJECT, project, f"{memory}x")
-    assert (await decide(store, OPS_VIEWER, elsewhere))[1] is Reason.NO_POLICY_DEFAULT_DENY
+    assert (await store.snapshot()).lookup(elsewhere) is None
 
 
 async def test_a_second_put_replaces_the_first(
@@ -76,17 +76,23 @@ async def test_a_second_put_replaces_the_first(
 
 
 async def test_a_shared_skill_policy_applies_in_every_memory(
-    store: DatabasePolicyProvider, unique: str
+    store: DatabasePolicyProvider, memory: str, unique: str
 ) -> None:
     skill = f"SKILL-{unique}"
-    await store.put(ResourceType.SKILL, None, skill, {"access_level": "public"}, actor=ACTOR)
-    for memory in ("m_one", "m_two"):
-        resource = Resource(ResourceType.SKILL, skill, memory)
-        assert await decide(store, principal(), resource) == (
-            True,
-            Reason.ACCESS_LEVEL_PUBLIC,
-            "database",
-        )
+    stored = await store.put(
+        ResourceType.SKILL, None, skill, {"access_level": "public"}, actor=ACTOR
+    )
+    policies = await store.snapshot()
+    for where in (memory, "m_two"):
+        assert policies.lookup(Resource(ResourceType.SKILL, skill, where)) == stored
+    assert await decide(store, principal(), Resource(ResourceType.SKILL, skill, memory)) == (
+        True,
+        Reason.ACCESS_LEVEL_PUBLIC,
+        "database",
+    )
+    # m_two has no policy of its own: the skill's policy applies there, but nobody is let in.
+    closed = await decide(store, principal(), Resource(ResourceType.SKILL, skill, "m_two"))
+    assert closed[:2] == (False, Reason.MEMORY_NOT_ADMITTED)
 
 
 @pytest.mark.parametrize(

@@ -25,11 +25,12 @@ from fortemi.auth.policy import (
     build_policy_provider,
 )
 from fortemi.platform.database import Database
-from tests.unit.policy.helpers import SHIPPED, principal
+from tests.support.policies import FIXTURE_POLICIES
+from tests.unit.policy.helpers import principal
 
 ENGINE = AccessDecisionEngine()
 ALICE = principal("alice", ["data-team"], ["viewer"])
-POIMEN = Resource(ResourceType.PROJECT, "poimen", "m1")
+POIMEN = Resource(ResourceType.PROJECT, "poimen", "default")
 OPENED = "# now open to all\nproject: poimen\naccess_level: public\n"
 BROKEN = "project: poimen\naccess_level: public\nrequired_role: [\n"
 
@@ -91,7 +92,7 @@ async def test_a_new_file_and_a_removed_file_are_picked_up(tree: Path) -> None:
     await provider.snapshot()
     new = tree / "projects" / "atlas" / "_access.yaml"
     new.parent.mkdir()
-    atlas = Resource(ResourceType.PROJECT, "atlas", "m1")
+    atlas = Resource(ResourceType.PROJECT, "atlas", "default")
 
     def atlas_open(policies: PolicySet) -> bool:
         return ENGINE.decide(policies, ALICE, Action.READ, atlas).allowed
@@ -131,7 +132,7 @@ async def test_a_removed_and_recreated_folder_is_watched_again(tree: Path) -> No
         assert [e.message for e in gone.errors] == ["the policy directory does not exist"]
 
         # Back, with poimen opened: picked up although the folder's old watch is dead.
-        await asyncio.to_thread(shutil.copytree, SHIPPED, tree)
+        await asyncio.to_thread(shutil.copytree, FIXTURE_POLICIES, tree)
         path = tree / "projects" / "poimen" / "_access.yaml"
         back = await edit_until(path, OPENED, provider, alice_reads_poimen)
         assert back.errors == ()

@@ -87,7 +87,7 @@ async def test_a_reload_policies_on_one_replica_brings_file_edits_to_the_other(
     clock_a, clock_b = Clock(), Clock()
     a = replica(tree, db, redis_client, key, clock_a)
     b = replica(tree, db, redis_client, key, clock_b)
-    poimen = Resource(ResourceType.PROJECT, "poimen", "m1")
+    poimen = Resource(ResourceType.PROJECT, "poimen", "default")
     await a.snapshot()
     await b.snapshot()
     (tree / "projects" / "poimen" / "_access.yaml").write_text(

@@ -4,22 +4,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from fortemi.auth.decision import ResourceType
 from fortemi.auth.policy import PolicySet, parse_defaults, parse_policy
 from fortemi.auth.principal import Principal
+from tests.support.policies import FIXTURE_POLICIES
 
-REPO = Path(__file__).resolve().parents[3]
-SHIPPED = REPO / "policies"
+__all__ = ["DEFAULT", "FIXTURE_POLICIES", "OPEN_MEMORIES", "build_set", "principal"]
 
-# The shipped default.yaml, as a dict: the base most unit tests build on.
+# The fixture default.yaml, as a dict: the base most unit tests build on.
 DEFAULT: dict[str, Any] = {
     "version": 1,
     "default": "deny",
     "roles": ["viewer", "editor", "admin"],
-    "system": {"access_level": "public", "required_role": "admin"},
+    "system": {
+        "access_level": "public",
+        "required_role": "admin",
+        "actions": {"write": {}, "delete": {}, "admin": {}},
+    },
     "audit": {
         "access_level": "private",
         "grant": {"roles": ["auditor"], "permissions": ["audit:read"]},
@@ -28,6 +31,17 @@ DEFAULT: dict[str, Any] = {
 
 FileDocs = Mapping[tuple[str, str], Mapping[str, Any]]
 DatabaseDocs = Mapping[tuple[str, str | None, str], Mapping[str, Any]]
+
+# File policies opening memories m1 and m2 to everyone for every action, for tests about
+# what happens inside a memory: a project or skill is reachable only through its memory.
+_OPEN_FOR_ALL: dict[str, Any] = {
+    "access_level": "public",
+    "actions": {"write": {}, "delete": {}, "admin": {}},
+}
+OPEN_MEMORIES: dict[tuple[str, str], Mapping[str, Any]] = {
+    ("memory", "m1"): _OPEN_FOR_ALL,
+    ("memory", "m2"): _OPEN_FOR_ALL,
+}
 
 
 def principal(

@@ -11,9 +11,15 @@ Each policy becomes, scoped to ``resource == <Type>::"<name>"`` and its memory:
 * one ``forbid`` per non-empty deny list (subjects, groups): Cedar's forbid overrides
   every permit, as Fortemi's deny beats its grant;
 * one ``permit`` per non-empty grant list (subjects, groups, roles, permissions);
-* one ``permit`` per action for access level ∧ required role ∧ required permission, the
-  action's overrides expanded (a role in the order is ``principal.rank >= k``, one outside
-  it must be held exactly).
+* one ``permit`` per action the policy states (``read``, and each action named under
+  ``actions``) for access level ∧ required role ∧ required permission, the action's
+  overrides expanded (a role in the order is ``principal.rank >= k``, one outside it must
+  be held exactly); an action it does not state gets no permit, so only a grant reaches it.
+
+Each memory is a boundary: one ``forbid`` per memory policy for every ``Project`` and
+``Skill`` in that memory unless the policy admits the principal for ``read`` (not denied,
+and granted or meeting its read rules), written out as one Cedar expression; one more
+``forbid`` closes them in every memory without a policy (the default deny).
 
 A policy for every memory steps aside (``when { !["m1"].contains(resource.memory) }``)
 in the memories that have a policy of their own, as the set's lookup prefers those.
@@ -39,7 +45,7 @@ from fortemi.auth.policy import AccessDecisionEngine, PolicySet, load_policy_dir
 from fortemi.auth.policy.model import AccessLevel, Policy
 from fortemi.auth.principal import Principal
 
-from .helpers import DEFAULT, SHIPPED, build_set, principal
+from .helpers import DEFAULT, FIXTURE_POLICIES, OPEN_MEMORIES, build_set, principal
 from .test_properties import (
     MEMORIES,
     PROJECTS,
@@ -107,7 +113,95 @@ def translate(policies: PolicySet) -> str:
     for policy in sorted(in_force, key=lambda p: (p.resource_type, p.name or "", p.memory or "")):
         shadowed = own_memories.get((policy.resource_type, policy.name), set())
         statements += translate_policy(policy, ranks, shadowed)
+    memory_policies = {
+        p.name: p for p in in_force if p.resource_type is ResourceType.MEMORY and p.name
+    }
+    # A memory without a policy (the default deny) closes everything inside it.
+    closed = (
+        f"!{string_set(memory_policies)}.contains(resource.memory)" if memory_policies else "true"
+    )
+    statements.append(
+        "// memories without a policy\nforbid(principal, action, resource)\n"
+        f"  when {{ {INSIDE} && {closed} }};"
+    )
+    for memory, policy in sorted(memory_policies.items()):
+        statements.append(boundary(memory, policy, ranks))
     return "\n".join(statements)
+
+
+INSIDE = "(resource is Project || resource is Skill)"
+
+
+def boundary(memory: str, policy: Policy, ranks: dict[str, int]) -> str:
+    """The ``forbid`` that closes every project and skill in ``memory`` to a principal its
+    policy does not admit for ``read``."""
+    inside = f"{INSIDE} && resource.memory == {literal(memory)}"
+    denied = any_of(deny_conditions(policy))
+    granted = any_of(grant_conditions(policy))
+    access = access_condition(policy)
+    reads = (
+        "false"
+        if access is None
+        else all_of([*access, *action_requirements(policy, Action.READ, ranks)])
+    )
+    admits = f"!({denied}) && ({granted} || ({reads}))"
+    return (
+        f"// memory {memory}: {policy.source}\nforbid(principal, action, resource)\n"
+        f"  when {{ {inside} && !({admits}) }};"
+    )
+
+
+def any_of(conditions: Sequence[str]) -> str:
+    kept = [c for c in conditions if c != "false"]
+    return " || ".join(f"({c})" for c in kept) if kept else "false"
+
+
+def all_of(conditions: Sequence[str]) -> str:
+    return " && ".join(f"({c})" for c in conditions) if conditions else "true"
+
+
+def deny_conditions(policy: Policy) -> list[str]:
+    conditions: list[str] = []
+    if policy.deny_subjects:
+        users = ", ".join(user(sub) for sub in sorted(policy.deny_subjects))
+        conditions.append(f"principal in [{users}]")
+    if policy.deny_groups:
+        conditions.append(f"principal.groups.containsAny({string_set(policy.deny_groups)})")
+    return conditions
+
+
+def grant_conditions(policy: Policy) -> list[str]:
+    conditions: list[str] = []
+    if policy.grant_subjects:
+        users = ", ".join(user(sub) for sub in sorted(policy.grant_subjects))
+        conditions.append(f"principal in [{users}]")
+    for attribute, granted in (
+        ("groups", policy.grant_groups),
+        ("roles", policy.grant_roles),
+        ("permissions", policy.grant_permissions),
+    ):
+        if granted:
+            conditions.append(f"principal.{attribute}.containsAny({string_set(granted)})")
+    return conditions
+
+
+def action_requirements(policy: Policy, action: Action, ranks: dict[str, int]) -> list[str]:
+    """The role and permission ``action`` requires, its overrides expanded."""
+    override = policy.actions.get(action)
+    role = policy.required_role
+    if override is not None and override.sets_role:
+        role = override.required_role
+    permission = policy.required_permission
+    if override is not None and override.sets_permission:
+        permission = override.required_permission
+    requirements: list[str] = []
+    if role is not None and role in ranks:
+        requirements.append(f"principal.rank >= {ranks[role]}")  # a minimum
+    elif role is not None:
+        requirements.append(f"principal.roles.contains({literal(role)})")  # held exactly
+    if permission is not None:
+        requirements.append(f"principal.permissions.contains({literal(permission)})")
+    return requirements
 
 
 def translate_policy(policy: Policy, ranks: dict[str, int], shadowed: set[str]) -> list[str]:
@@ -128,44 +222,19 @@ def translate_policy(policy: Policy, ranks: dict[str, int], shadowed: set[str]) 
         return f"{effect}(principal, {scope}, {target}){when};"
 
     out = [f"// {policy.source}, memory {policy.memory or '*'}"]
-    if policy.deny_subjects:
-        users = ", ".join(user(sub) for sub in sorted(policy.deny_subjects))
-        out.append(statement("forbid", None, [f"principal in [{users}]"]))
-    if policy.deny_groups:
-        condition = f"principal.groups.containsAny({string_set(policy.deny_groups)})"
-        out.append(statement("forbid", None, [condition]))
+    out.extend(statement("forbid", None, [condition]) for condition in deny_conditions(policy))
 
-    if policy.grant_subjects:
-        users = ", ".join(user(sub) for sub in sorted(policy.grant_subjects))
-        out.append(statement("permit", None, [f"principal in [{users}]"]))
-    for attribute, granted in (
-        ("groups", policy.grant_groups),
-        ("roles", policy.grant_roles),
-        ("permissions", policy.grant_permissions),
-    ):
-        if granted:
-            condition = f"principal.{attribute}.containsAny({string_set(granted)})"
-            out.append(statement("permit", None, [condition]))
+    out.extend(statement("permit", None, [condition]) for condition in grant_conditions(policy))
 
     access = access_condition(policy)
     if access is None:
         return out  # the access level admits nobody: only a grant can allow
     for action in Action:
-        override = policy.actions.get(action)
-        role = policy.required_role
-        if override is not None and override.sets_role:
-            role = override.required_role
-        permission = policy.required_permission
-        if override is not None and override.sets_permission:
-            permission = override.required_permission
-        requirements = list(access)
-        if role is not None and role in ranks:
-            requirements.append(f"principal.rank >= {ranks[role]}")  # a minimum
-        elif role is not None:
-            requirements.append(f"principal.roles.contains({literal(role)})")  # held exactly
-        if permission is not None:
-            requirements.append(f"principal.permissions.contains({literal(permission)})")
-        out.append(statement("permit", action, requirements))
+        if action is not Action.READ and action not in policy.actions:
+            continue  # not stated: no permit, only a grant reaches it
+        out.append(
+            statement("permit", action, [*access, *action_requirements(policy, action, ranks)])
+        )
     return out
 
 
@@ -300,7 +369,7 @@ PRIVATE_DEBUG = Resource(ResourceType.SKILL, "SKILL-private-debug", "default")
 
 @pytest.fixture(scope="module")
 def shipped() -> PolicySet:
-    contents = load_policy_directory(SHIPPED)
+    contents = load_policy_directory(FIXTURE_POLICIES)
     assert contents.errors == []
     assert contents.defaults is not None
     return PolicySet(contents.defaults, [contents.policies])
@@ -337,40 +406,75 @@ def test_cedar_decides_the_shipped_seed_scenarios(
 
 OPEN: dict[str, Any] = {"access_level": "public"}
 DENY_BEATS_GRANT = build_set(
-    files={("project", "p"): {**OPEN, "deny": {"groups": ["g"]}, "grant": {"subjects": ["alice"]}}}
+    files={
+        **OPEN_MEMORIES,
+        ("project", "p"): {**OPEN, "deny": {"groups": ["g"]}, "grant": {"subjects": ["alice"]}},
+    }
 )
-ROLE_MINIMUM = build_set(files={("project", "p"): {**OPEN, "required_role": "editor"}})
-UNRANKED_ROLE = build_set(files={("project", "p"): {**OPEN, "required_role": "auditor"}})
+ROLE_MINIMUM = build_set(
+    files={**OPEN_MEMORIES, ("project", "p"): {**OPEN, "required_role": "editor"}}
+)
+UNRANKED_ROLE = build_set(
+    files={**OPEN_MEMORIES, ("project", "p"): {**OPEN, "required_role": "auditor"}}
+)
 CUSTOM_ORDER = build_set(
     {**DEFAULT, "roles": ["reader", "writer"]},
-    files={("project", "p"): {**OPEN, "required_role": "reader"}},
+    files={**OPEN_MEMORIES, ("project", "p"): {**OPEN, "required_role": "reader"}},
 )
 GRANT_SKIPS_CHECKS = build_set(
     files={
+        **OPEN_MEMORIES,
         ("project", "p"): {
             "access_level": "private",
             "required_role": "admin",
             "required_permission": "x",
             "grant": {"roles": ["auditor"]},
-        }
+        },
     }
 )
 PER_ACTION = build_set(
     files={
+        **OPEN_MEMORIES,
         ("project", "p"): {
             **OPEN,
             "required_permission": "x",
-            "actions": {"read": {"required_permission": None}},
-        }
+            "actions": {"read": {"required_permission": None}, "write": {}},
+        },
     }
 )
 # A memory's own database policy beats the one for every memory, in that memory only.
 MEMORY_PRECEDENCE = build_set(
+    files=OPEN_MEMORIES,
     database={
         ("project", None, "p"): OPEN,
         ("project", "m1", "p"): {"access_level": "private", "owner_group": "g"},
+    },
+)
+
+# Memory m1 is its owners' alone: a project's grant or open rules do not reach into it.
+MEMORY_BOUNDARY = build_set(
+    files={
+        ("memory", "m1"): {"access_level": "private", "owner_group": "owners"},
+        ("memory", "m2"): {"access_level": "public", "deny": {"subjects": ["mallory"]}},
+        ("project", "p"): {
+            **OPEN,
+            "actions": {"write": {}, "delete": {}},
+            "grant": {"subjects": ["alice", "mallory"]},
+        },
+        ("skill", "SKILL-s"): {**OPEN, "actions": {"write": {}}},
     }
 )
+# A skill that states only its read requirement: writing, deleting, administering closed.
+SILENT = build_set(
+    files={**OPEN_MEMORIES, ("skill", "SKILL-s"): {**OPEN, "required_permission": "skill:read"}}
+)
+
+
+def skill(name: str, memory: str = "m1") -> Resource:
+    return Resource(ResourceType.SKILL, name, memory)
+
+
+READER = principal("pat", permissions=["skill:read"])
 
 
 @pytest.mark.parametrize(
@@ -393,6 +497,17 @@ MEMORY_PRECEDENCE = build_set(
         (MEMORY_PRECEDENCE, principal(), Action.READ, project("p", "m1"), False),
         (MEMORY_PRECEDENCE, principal(groups=["g"]), Action.READ, project("p", "m1"), True),
         (MEMORY_PRECEDENCE, principal(), Action.READ, project("p", "m2"), True),
+        (MEMORY_BOUNDARY, principal("alice"), Action.READ, project("p"), False),
+        (MEMORY_BOUNDARY, principal("alice"), Action.WRITE, project("p"), False),
+        (MEMORY_BOUNDARY, principal("olga", ["owners"]), Action.WRITE, project("p"), True),
+        (MEMORY_BOUNDARY, principal("bo", roles=["admin"]), Action.WRITE, skill("SKILL-s"), False),
+        (MEMORY_BOUNDARY, principal("alice"), Action.WRITE, project("p", "m2"), True),
+        (MEMORY_BOUNDARY, principal("mallory"), Action.READ, project("p", "m2"), False),
+        (MEMORY_BOUNDARY, principal("x"), Action.READ, project("p", "m3"), False),
+        (SILENT, READER, Action.READ, skill("SKILL-s"), True),
+        (SILENT, READER, Action.WRITE, skill("SKILL-s"), False),
+        (SILENT, READER, Action.DELETE, skill("SKILL-s"), False),
+        (SILENT, READER, Action.ADMIN, skill("SKILL-s"), False),
     ],
     ids=[
         "deny-beats-grant",
@@ -412,6 +527,17 @@ MEMORY_PRECEDENCE = build_set(
         "memory-own-policy-denies-outsider",
         "memory-own-policy-admits-owner",
         "every-memory-policy-elsewhere",
+        "project-grant-stops-at-a-closed-memory",
+        "project-write-stops-at-a-closed-memory",
+        "memory-owner-writes-the-project",
+        "admin-role-stops-at-a-closed-memory",
+        "open-memory-lets-the-project-decide",
+        "memory-deny-reaches-its-projects",
+        "memory-without-policy-closes-its-projects",
+        "skill-read-permission-reads",
+        "skill-read-permission-does-not-write",
+        "skill-read-permission-does-not-delete",
+        "skill-read-permission-does-not-administer",
     ],
 )
 def test_cedar_decides_hand_written_cases(

@@ -10,18 +10,18 @@ import pytest
 from fortemi.auth.decision import Action, Reason, Resource, ResourceType
 from fortemi.auth.policy import AccessDecisionEngine, FilePolicyProvider
 
-from .helpers import SHIPPED, principal
+from .helpers import FIXTURE_POLICIES, principal
 
 ENGINE = AccessDecisionEngine()
 DAVE = principal("dave", ["devops-team"], ["viewer"])
-POIMEN = Resource(ResourceType.PROJECT, "poimen", "m1")
+POIMEN = Resource(ResourceType.PROJECT, "poimen", "default")
 BROKEN = "project: poimen\naccess_level: grup\n"
 
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
     directory = tmp_path / "policies"
-    shutil.copytree(SHIPPED, directory)
+    shutil.copytree(FIXTURE_POLICIES, directory)
     return directory
 
 
@@ -37,7 +37,7 @@ async def test_the_first_load_keeps_valid_files_and_reports_invalid_ones(tree: P
     assert (
         ENGINE.decide(policies, DAVE, Action.READ, POIMEN).reason is Reason.NO_POLICY_DEFAULT_DENY
     )
-    skill = Resource(ResourceType.SKILL, "SKILL-private-debug", "m1")
+    skill = Resource(ResourceType.SKILL, "SKILL-private-debug", "default")
     assert ENGINE.decide(
         policies, principal(groups=["ml-team"], roles=["viewer"]), Action.READ, skill
     ).allowed
@@ -56,7 +56,7 @@ async def test_a_reload_with_any_invalid_file_keeps_the_last_good_set(tree: Path
     assert error.file == str(tree / "memories" / "default.yaml")
     assert error.message.startswith("invalid YAML")
     assert not ENGINE.decide(
-        refused, principal("alice", ["data-team"]), Action.READ, POIMEN
+        refused, principal("alice", ["data-team"], ["viewer"]), Action.READ, POIMEN
     ).allowed
     assert (await provider.snapshot()).errors == refused.errors
 
@@ -70,7 +70,9 @@ async def test_a_fixed_reload_takes_effect_and_clears_the_errors(tree: Path) -> 
     fixed = await provider.reload()
     assert fixed.errors == ()
     assert fixed.version != good.version
-    assert ENGINE.decide(fixed, principal("alice", ["data-team"]), Action.READ, POIMEN).allowed
+    assert ENGINE.decide(
+        fixed, principal("alice", ["data-team"], ["viewer"]), Action.READ, POIMEN
+    ).allowed
 
 
 async def test_an_unchanged_reload_keeps_the_same_set(tree: Path) -> None:
@@ -92,9 +94,9 @@ async def test_a_missing_default_yaml_gives_an_empty_set(tree: Path) -> None:
     policies = await FilePolicyProvider(tree).snapshot()
     assert list(policies.policies()) == []
     assert "without default.yaml every request is denied" in str(policies.errors[0])
-    assert (
-        ENGINE.decide(policies, DAVE, Action.READ, POIMEN).reason is Reason.NO_POLICY_DEFAULT_DENY
-    )
+    memory = ENGINE.decide(policies, DAVE, Action.READ, Resource.of_memory("default"))
+    assert memory.reason is Reason.NO_POLICY_DEFAULT_DENY
+    assert not ENGINE.decide(policies, DAVE, Action.READ, POIMEN).allowed
 
 
 async def test_an_invalid_default_yaml_on_first_load_falls_back_to_deny(tree: Path) -> None:

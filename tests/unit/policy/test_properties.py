@@ -120,6 +120,12 @@ def policy_docs(draw: st.DrawFn, with_deny: bool = True) -> tuple[dict[str, Any]
         key: draw(rules(with_deny))
         for key in draw(st.sets(st.sampled_from(DATABASE_KEYS), max_size=6))
     }
+    if draw(st.booleans()):
+        # Half the sets let everyone into the memories they have no policy for, or the
+        # memory boundary would settle nearly every project and skill decision.
+        for memory in MEMORIES:
+            if ("memory", memory) not in files and ("memory", memory, memory) not in database:
+                files[("memory", memory)] = {"access_level": "public"}
     return default, files, database
 
 
@@ -186,7 +192,19 @@ def test_a_resource_without_a_policy_gets_the_default(
     policies = engine_set(({**default, "default": "deny"}, files, database))
     resource = Resource(ResourceType.PROJECT, UNLISTED["project"], memory)
     decision = ENGINE.decide(policies, who, action, resource)
-    assert (decision.allowed, decision.reason.value) == (False, "no_policy_default_deny")
+    expected = (
+        "no_policy_default_deny" if admitted(policies, who, memory) else "memory_not_admitted"
+    )
+    assert (decision.allowed, decision.reason.value) == (False, expected)
+
+
+def admitted(policies: PolicySet, who: Principal, memory: str) -> bool:
+    """Whether ``memory``'s own policy lets ``who`` read it (the way into its contents)."""
+    return ENGINE.decide(policies, who, Action.READ, Resource.of_memory(memory)).allowed
+
+
+def inside_a_memory(resource: Resource) -> bool:
+    return resource.type in (ResourceType.PROJECT, ResourceType.SKILL)
 
 
 @PROPERTIES
@@ -216,8 +234,13 @@ def test_a_denied_principal_is_denied_whatever_else_holds(
         who = principal(who.sub, [*who.groups, extra], who.roles, who.permissions)
         deny.setdefault("groups", []).append(extra)
         grant.setdefault("groups", []).append(extra)
-    decision = ENGINE.decide(engine_set((default, files, database)), who, action, resource)
-    assert (decision.allowed, decision.reason.value) == (False, "explicit_deny")
+    policies = engine_set((default, files, database))
+    decision = ENGINE.decide(policies, who, action, resource)
+    expected = "explicit_deny"
+    if inside_a_memory(resource) and resource.memory is not None:
+        if not admitted(policies, who, resource.memory):
+            expected = "memory_not_admitted"  # settled before the resource's own policy
+    assert (decision.allowed, decision.reason.value) == (False, expected)
 
 
 def _governing_document(
@@ -305,3 +328,64 @@ def test_a_read_scope_agrees_with_decide_on_every_name(
         assert scope.projects.allows(name) == readable(Resource(ResourceType.PROJECT, name, memory))
     for name in [*SKILLS, UNLISTED["skill"]]:
         assert scope.skills.allows(name) == readable(Resource(ResourceType.SKILL, name, memory))
+
+
+# -- the memory is a tenant boundary ----------------------------------------------------------
+
+
+@PROPERTIES
+@given(policy_docs(), principals(), st.sampled_from(list(Action)), resources())
+def test_nothing_inside_a_memory_is_allowed_to_a_caller_the_memory_does_not_admit(
+    docs: tuple[dict[str, Any], Docs, Docs], who: Principal, action: Action, resource: Resource
+) -> None:
+    policies = engine_set(docs)
+    if not inside_a_memory(resource) or resource.memory is None:
+        return
+    decision = ENGINE.decide(policies, who, action, resource)
+    if not admitted(policies, who, resource.memory):
+        assert (decision.allowed, decision.reason.value) == (False, "memory_not_admitted")
+
+
+@PROPERTIES
+@given(policy_docs(), principals(), st.sampled_from(MEMORIES))
+def test_a_read_scope_of_a_memory_that_does_not_admit_holds_nothing(
+    docs: tuple[dict[str, Any], Docs, Docs], who: Principal, memory: str
+) -> None:
+    policies = engine_set(docs)
+    if admitted(policies, who, memory):
+        return
+    scope = AccessDecisionEngine().read_scope(policies, who, memory)
+    assert not scope.memory
+    for name in [*PROJECTS, UNLISTED["project"]]:
+        assert not scope.projects.allows(name)
+    for name in [*SKILLS, UNLISTED["skill"]]:
+        assert not scope.skills.allows(name)
+
+
+# -- an action a policy does not state is closed ----------------------------------------------
+
+
+@PROPERTIES
+@given(
+    policy_docs(),
+    principals(),
+    st.sampled_from([Action.WRITE, Action.DELETE, Action.ADMIN]),
+    resources(),
+)
+def test_a_policy_silent_on_an_action_allows_it_only_through_a_grant(
+    docs: tuple[dict[str, Any], Docs, Docs], who: Principal, action: Action, resource: Resource
+) -> None:
+    if engine_set(docs).lookup(resource) is None:
+        return  # no policy to be silent: the default decision covers it
+    default, files, database = copy.deepcopy(docs)
+    governing = _governing_document(default, files, database, resource)
+    governing.get("actions", {}).pop(action.value, None)  # whatever the read rules say
+    decision = ENGINE.decide(engine_set((default, files, database)), who, action, resource)
+    if decision.allowed:
+        assert decision.reason.value == "explicit_grant"
+    else:
+        assert decision.reason.value in {
+            "explicit_deny",
+            "memory_not_admitted",
+            "action_not_in_policy",
+        }

@@ -17,7 +17,7 @@ from fortemi.auth.policy import (
     read_yaml,
 )
 
-from .helpers import SHIPPED
+from .helpers import FIXTURE_POLICIES
 
 POIMEN = "policies/projects/poimen/_access.yaml"
 
@@ -227,9 +227,9 @@ def test_a_default_yaml_section_takes_no_resource_name() -> None:
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    """A copy of the shipped policies to break."""
+    """A copy of the fixture policies to break."""
     directory = tmp_path / "policies"
-    shutil.copytree(SHIPPED, directory)
+    shutil.copytree(FIXTURE_POLICIES, directory)
     return directory
 
 

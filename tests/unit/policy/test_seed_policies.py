@@ -1,14 +1,23 @@
-"""The policies shipped in policies/: they parse, and they decide the seed scenarios."""
+"""The suite's seed policies (tests/data/policies, a copy of the shipped examples): they
+parse, and they decide the seed scenarios."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import pytest
 
 from fortemi.auth.decision import Action, Reason, Resource, ResourceType
-from fortemi.auth.policy import AccessDecisionEngine, PolicySet, load_policy_directory
+from fortemi.auth.policy import (
+    AccessDecisionEngine,
+    PolicySet,
+    load_policy_directory,
+    parse_policy,
+)
+from fortemi.auth.policy.model import Policy
 from fortemi.auth.principal import Principal
 
-from .helpers import SHIPPED, principal
+from .helpers import FIXTURE_POLICIES, principal
 
 ENGINE = AccessDecisionEngine()
 CHARLIE = principal("charlie", ["platform-team", "devops-team"], ["viewer"])
@@ -19,10 +28,27 @@ BOB = principal("bob", ["ml-team"], ["viewer"])
 
 @pytest.fixture(scope="module")
 def shipped() -> PolicySet:
-    contents = load_policy_directory(SHIPPED)
+    return seed_set()
+
+
+def seed_set(*stored: Policy) -> PolicySet:
+    """The seed policies, with ``stored`` as the database layer."""
+    contents = load_policy_directory(FIXTURE_POLICIES)
     assert contents.errors == []
     assert contents.defaults is not None
-    return PolicySet(contents.defaults, [contents.policies])
+    return PolicySet(contents.defaults, [contents.policies, stored])
+
+
+def stored_memory(name: str, document: Mapping[str, object]) -> Policy:
+    return parse_policy(
+        document,
+        resource_type=ResourceType.MEMORY,
+        name=name,
+        memory=name,
+        source="database",
+        file=f"database:memory/{name}/{name}",
+        require_identity=False,
+    )
 
 
 def poimen(memory: str = "default") -> Resource:
@@ -56,7 +82,7 @@ def test_the_shipped_poimen_policy_is_the_documented_example(shipped: PolicySet)
     assert policy.required_permission is None
     assert policy.role_for(Action.WRITE) == "editor"
     assert policy.role_for(Action.DELETE) == "editor"
-    assert policy.role_for(Action.ADMIN) == "viewer"
+    assert not policy.states(Action.ADMIN)  # unmentioned: nobody administers poimen
 
 
 @pytest.mark.parametrize(
@@ -79,9 +105,25 @@ def test_reading_poimen_follows_its_groups(
     assert decision.policy_version == shipped.version
 
 
-def test_a_file_project_policy_applies_in_every_memory(shipped: PolicySet) -> None:
+def test_a_file_project_policy_applies_in_every_memory_that_admits_the_caller() -> None:
+    viewers = {"access_level": "public", "required_role": "viewer"}
+    policies = seed_set(stored_memory("ops", viewers), stored_memory("m2", viewers))
     for memory in ("default", "ops", "m2"):
-        assert ENGINE.decide(shipped, DAVE, Action.READ, poimen(memory)).allowed
+        assert ENGINE.decide(policies, DAVE, Action.READ, poimen(memory)).allowed
+
+
+@pytest.mark.parametrize("action", list(Action))
+def test_poimen_is_closed_inside_a_memory_that_does_not_admit_its_groups(action: Action) -> None:
+    # alpha belongs to its owners; poimen's groups must not open a way into it.
+    owners_only = {"access_level": "private", "owner_group": "alpha-owners"}
+    policies = seed_set(stored_memory("alpha", owners_only))
+    editor = principal("erin", ["platform-team", "devops-team"], ["editor", "viewer"])
+    decision = ENGINE.decide(policies, editor, action, poimen("alpha"))
+    assert (decision.allowed, decision.reason) == (False, Reason.MEMORY_NOT_ADMITTED)
+    assert decision.policy_source == "database"
+    # A memory with no policy at all is closed by the default decision, and so is poimen.
+    nowhere = ENGINE.decide(policies, editor, action, poimen("unlisted"))
+    assert (nowhere.allowed, nowhere.reason) == (False, Reason.MEMORY_NOT_ADMITTED)
 
 
 def test_writing_poimen_needs_editor(shipped: PolicySet) -> None:
@@ -104,9 +146,31 @@ def test_the_public_skill_needs_the_skill_read_permission(shipped: PolicySet) ->
     resource = skill("SKILL-kubernetes-debugging")
     without = ENGINE.decide(shipped, ALICE, Action.READ, resource)
     assert (without.allowed, without.reason) == (False, Reason.PERMISSION_REQUIRED)
-    holder = principal("pat", permissions=["skill:read"])
+    holder = principal("pat", roles=["viewer"], permissions=["skill:read"])
     granted = ENGINE.decide(shipped, holder, Action.READ, resource)
     assert (granted.allowed, granted.reason) == (True, Reason.ACCESS_LEVEL_PUBLIC)
+
+
+def test_the_skill_read_permission_never_writes_or_deletes_a_skill(shipped: PolicySet) -> None:
+    resource = skill("SKILL-kubernetes-debugging")
+    reader = principal("pat", roles=["viewer"], permissions=["skill:read"])
+    for action in (Action.WRITE, Action.DELETE):
+        decision = ENGINE.decide(shipped, reader, action, resource)
+        assert (decision.allowed, decision.reason) == (False, Reason.PERMISSION_REQUIRED)
+    admin = ENGINE.decide(shipped, reader, Action.ADMIN, resource)
+    assert (admin.allowed, admin.reason) == (False, Reason.ACTION_NOT_IN_POLICY)
+    writer = principal("wes", roles=["viewer"], permissions=["skill:read", "skill:write"])
+    assert ENGINE.decide(shipped, writer, Action.WRITE, resource).allowed
+    assert ENGINE.decide(shipped, writer, Action.DELETE, resource).allowed
+
+
+def test_a_viewer_of_the_private_skill_does_not_write_it(shipped: PolicySet) -> None:
+    resource = skill("SKILL-private-debug")
+    viewer = ENGINE.decide(shipped, BOB, Action.WRITE, resource)
+    assert (viewer.allowed, viewer.reason) == (False, Reason.ROLE_REQUIREMENT_FAILED)
+    editor = principal("eve", ["ml-team"], ["editor"])
+    assert ENGINE.decide(shipped, editor, Action.WRITE, resource).allowed
+    assert ENGINE.decide(shipped, editor, Action.DELETE, resource).allowed
 
 
 def test_admin_alone_cannot_read_the_audit_log(shipped: PolicySet) -> None:
@@ -126,10 +190,11 @@ def test_auditors_read_the_audit_log(shipped: PolicySet, auditor: Principal) -> 
     assert decision.policy_source == "file:default.yaml"
 
 
-def test_system_operations_need_admin(shipped: PolicySet) -> None:
-    editor = ENGINE.decide(shipped, principal(roles=["editor"]), Action.ADMIN, Resource.system())
+@pytest.mark.parametrize("action", list(Action))
+def test_system_operations_need_admin(shipped: PolicySet, action: Action) -> None:
+    editor = ENGINE.decide(shipped, principal(roles=["editor"]), action, Resource.system())
     assert (editor.allowed, editor.reason) == (False, Reason.ROLE_REQUIREMENT_FAILED)
-    admin = ENGINE.decide(shipped, principal(roles=["admin"]), Action.ADMIN, Resource.system())
+    admin = ENGINE.decide(shipped, principal(roles=["admin"]), action, Resource.system())
     assert (admin.allowed, admin.reason) == (True, Reason.ACCESS_LEVEL_PUBLIC)
 
 
