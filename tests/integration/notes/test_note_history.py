@@ -133,11 +133,21 @@ async def test_diff_backwards_swaps_additions_and_deletions(
 
 async def test_diff_of_identical_versions_is_empty(notes: NoteService, memory: str) -> None:
     note = await notes.create(memory, NoteDraft(title="t", content="c"), actor=None)
-    # Version 2 differs from 1 only in tags, which the diff does not show.
-    await notes.update(memory, note.id, NotePatch(tags=("x",)), actor=None)
-    for versions in ((1, 1), (1, 2)):
-        diff = await notes.diff(memory, note.id, *versions)
-        assert (diff.unified, diff.additions, diff.deletions) == ("", 0, 0)
+    diff = await notes.diff(memory, note.id, 1, 1)
+    assert (diff.unified, diff.additions, diff.deletions) == ("", 0, 0)
+
+
+async def test_a_version_made_by_tags_and_metadata_alone_has_a_diff_that_shows_them(
+    notes: NoteService, memory: str
+) -> None:
+    note = await notes.create(memory, NoteDraft(title="t", content="c"), actor=None)
+    patch = NotePatch(tags=("x",), metadata={"status": "done"})
+    await notes.update(memory, note.id, patch, actor=None)
+    diff = await notes.diff(memory, note.id, 1, 2)
+    assert "--- v1/tags\n+++ v2/tags\n" in diff.unified
+    assert "+x\n" in diff.unified
+    assert '+  "status": "done"\n' in diff.unified
+    assert "v1/content" not in diff.unified
 
 
 @pytest.mark.parametrize("versions", [(1, 2), (2, 1), (0, 1)])
