@@ -7,14 +7,15 @@ The legs, per memory, in one transaction each:
   inverted index the note triggers maintain (``lex_posting``: term frequency and note
   length per (lexeme, note)). Document frequencies are counted from the same index rows
   in the same scan; the corpus size and average length come from ``lex_doc``, cached for
-  a few seconds per memory. Required phrases and exclusions use the GIN-indexed tsvector.
+  a few seconds per memory. A word the query repeats counts once per occurrence.
 * **Semantic** takes the chunks nearest the query vector (cosine) from the set's HNSW
   index, keeps the best chunk per note, then applies the filters. When filters leave too
   few notes from what the index returned, it reads the filtered chunks exactly instead,
   so a selective filter never starves the top-k.
 
-Filters (tags, projects, dates, starred, archived, the caller's read scope) are SQL
-conditions on the note, applied before any ``ORDER BY ... LIMIT``. Each leg over-fetches
+Filters (tags, projects, dates, starred, archived, the caller's read scope, and the
+query's required phrases and exclusions, on the GIN-indexed tsvector) are SQL conditions
+on the note, the same in both legs, applied before any ``ORDER BY ... LIMIT``. Each leg over-fetches
 (three times ``limit``, at least 50), so fusion and dedup never run short.
 
 Across memories, raw scores are comparable within a leg (BM25 scores are absolute for a
@@ -224,7 +225,14 @@ class SearchService:
                         semantic, vector, degraded = await embedding
                         if semantic is not None and vector is not None:
                             found = await self._semantic(
-                                conn, scope.memory, semantic, vector, where_filter, fetch, chunks
+                                conn,
+                                scope.memory,
+                                semantic,
+                                vector,
+                                query,
+                                where_filter,
+                                fetch,
+                                chunks,
                             )
                             if found is None:
                                 unembedded.append(scope.memory)
@@ -342,13 +350,10 @@ class SearchService:
         docs, avgdl = await self._corpus(conn, memory)
         if docs == 0:
             return []
-        bm25 = (query.text, docs, avgdl, BM25_K1, BM25_B, list(query.prefixes))
+        bm25 = (query.lexical_text, docs, avgdl, BM25_K1, BM25_B, list(query.prefixes))
         where = Where(*bm25)
         note_filter_where(note_filter, where)
-        for phrase in query.phrases:
-            where.add("lex @@ phraseto_tsquery('english', {0})", phrase)
-        for excluded in query.excluded:
-            where.add("NOT (lex @@ phraseto_tsquery('english', {0}))", excluded)
+        _syntax_where(query, where)
         if note_filter == NoteFilter() and not (query.phrases or query.excluded):
             rows = await conn.fetch(_bm25_sql(None, fetch), *bm25)
         else:
@@ -366,6 +371,7 @@ class SearchService:
         memory: str,
         model: SemanticModel,
         vector: npt.NDArray[np.float32],
+        query: ParsedQuery,
         note_filter: NoteFilter,
         fetch: int,
         chunks: int,
@@ -386,6 +392,7 @@ class SearchService:
         literal = vector_literal(vector)
         where = Where(literal)
         note_filter_where(note_filter, where)
+        _syntax_where(query, where)
         distance = f"e.embedding::{chosen.cast} <=> $1::{chosen.cast}"
         # The set's id and the row counts are spliced in as constants (ours, integers): a
         # generic plan with the id as a parameter cannot use the set's partial index, and
@@ -413,7 +420,7 @@ class SearchService:
             *where.args,
         )
         if len(rows) < fetch and (not rows or rows[0]["offered"] == chunks):
-            rows = await self._exact(conn, chosen, literal, note_filter, fetch)
+            rows = await self._exact(conn, chosen, literal, query, note_filter, fetch)
             if not rows and not await conn.fetchval(
                 "SELECT EXISTS (SELECT 1 FROM chunk_embedding WHERE set_id = $1)", chosen.id
             ):
@@ -440,11 +447,13 @@ class SearchService:
         conn: Connection,
         chosen: EmbeddingSet,
         literal: str,
+        query: ParsedQuery,
         note_filter: NoteFilter,
         fetch: int,
     ) -> list[Any]:
         where = Where(literal)
         note_filter_where(note_filter, where)
+        _syntax_where(query, where)
         return await conn.fetch(
             f"""
             SELECT best.note_id, best.d,
@@ -566,11 +575,13 @@ def _bm25_sql(condition: str | None, fetch: int, first: int | None = None) -> st
 
     Terms are the query's lexemes plus the indexed words starting with each prefix, found
     by skipping through lex_posting's primary key ("C" collation: a prefix is a key range)
-    one probe per distinct word, up to ``_PREFIX_EXPANSIONS`` of them. Each term's
-    document frequency is one count on the index. With
-    ``first``, only the ``first`` best notes by score are checked against ``condition``,
-    by primary key, and ``ranked`` says how many there were; without it, every matching
-    note is checked before ranking.
+    one probe per distinct word, up to ``_PREFIX_EXPANSIONS`` of them. A term counts once
+    per occurrence in the query (its weight is the query frequency times the IDF), as
+    Lucene scores a query that repeats a term clause: a question that says "retrieval"
+    three times is mostly about retrieval. Each term's document frequency is one count on
+    the index. With ``first``, only the ``first`` best notes by score are checked against
+    ``condition``, by primary key, and ``ranked`` says how many there were; without it,
+    every matching note is checked before ranking.
     """
     if condition is None:
         source = "scored"
@@ -583,32 +594,39 @@ def _bm25_sql(condition: str | None, fetch: int, first: int | None = None) -> st
         ) AS scored JOIN note ON note.id = scored.note_id WHERE {condition}"""  # noqa: S608
     return rf"""
         WITH terms AS (
-            SELECT DISTINCT t.lexeme COLLATE "C" AS lexeme
-            FROM unnest(to_tsvector('english', $1)) AS t
-            UNION
-            SELECT e.lexeme FROM unnest($6::text[]) AS p(prefix),
-            LATERAL (
-                WITH RECURSIVE walk (lexeme, n) AS (
-                    (SELECT lexeme, 1 FROM lex_posting
-                     WHERE lexeme >= p.prefix COLLATE "C" ORDER BY lexeme LIMIT 1)
-                    UNION ALL
-                    SELECT (SELECT lp.lexeme FROM lex_posting lp WHERE lp.lexeme > walk.lexeme
-                            ORDER BY lp.lexeme LIMIT 1), walk.n + 1
-                    FROM walk
-                    WHERE starts_with(walk.lexeme, p.prefix) AND walk.n < {_PREFIX_EXPANSIONS}
-                )
-                SELECT lexeme FROM walk WHERE starts_with(lexeme, p.prefix)
-            ) AS e
+            SELECT lexeme, sum(qtf)::float8 AS qtf
+            FROM (
+                SELECT t.lexeme COLLATE "C" AS lexeme,
+                       coalesce(array_length(t.positions, 1), 1) AS qtf
+                FROM unnest(to_tsvector('english', $1)) AS t
+                UNION ALL
+                SELECT e.lexeme, 1 FROM unnest($6::text[]) AS p(prefix),
+                LATERAL (
+                    WITH RECURSIVE walk (lexeme, n) AS (
+                        (SELECT lexeme, 1 FROM lex_posting
+                         WHERE lexeme >= p.prefix COLLATE "C" ORDER BY lexeme LIMIT 1)
+                        UNION ALL
+                        SELECT (SELECT lp.lexeme FROM lex_posting lp
+                                WHERE lp.lexeme > walk.lexeme ORDER BY lp.lexeme LIMIT 1),
+                               walk.n + 1
+                        FROM walk
+                        WHERE starts_with(walk.lexeme, p.prefix) AND walk.n < {_PREFIX_EXPANSIONS}
+                    )
+                    SELECT lexeme FROM walk WHERE starts_with(lexeme, p.prefix)
+                ) AS e
+            ) AS occurrences
+            GROUP BY lexeme
         ),
         weighted AS (
-            SELECT terms.lexeme, ln(1 + ($2::float8 - d.df + 0.5) / (d.df + 0.5)) AS idf
+            SELECT terms.lexeme,
+                   terms.qtf * ln(1 + ($2::float8 - d.df + 0.5) / (d.df + 0.5)) AS weight
             FROM terms, LATERAL (
                 SELECT count(*)::float8 AS df FROM lex_posting WHERE lexeme = terms.lexeme
             ) AS d
         ),
         scored AS (
             SELECT lp.note_id,
-                   sum(weighted.idf * lp.tf * ($4::float8 + 1)
+                   sum(weighted.weight * lp.tf * ($4::float8 + 1)
                        / (lp.tf + $4::float8 * (1 - $5::float8 + $5::float8 * lp.dl / $3::float8)))
                    AS score
             FROM weighted JOIN lex_posting lp ON lp.lexeme = weighted.lexeme
@@ -619,6 +637,15 @@ def _bm25_sql(condition: str | None, fetch: int, first: int | None = None) -> st
         ORDER BY scored.score DESC, scored.note_id
         LIMIT {int(fetch)}
     """  # noqa: S608 - fixed fragments; every value is a parameter
+
+
+def _syntax_where(query: ParsedQuery, where: Where) -> None:
+    """The query's required phrases and exclusions as conditions on ``note``: filters of
+    every leg, like the tag filters, so no leg ranks a note the query rules out."""
+    for phrase in query.phrases:
+        where.add("note.lex @@ phraseto_tsquery('english', {0})", phrase)
+    for excluded in query.excluded:
+        where.add("NOT (note.lex @@ phraseto_tsquery('english', {0}))", excluded)
 
 
 def _note_filter(given: SearchFilter) -> NoteFilter:
