@@ -47,10 +47,12 @@ from fortemi.retrieval.fusion import FusionPlan, Ranked, plan, rrf, rsf
 from fortemi.retrieval.indexing import EMBEDDING
 from fortemi.retrieval.query import ParsedQuery, QueryType, parse_query
 from fortemi.retrieval.sets import (
+    MIN_DEFAULT_EF,
     DocumentComposition,
     EmbeddingSet,
     EmbeddingSets,
     composition_for,
+    default_ef_search,
     set_name,
     vector_literal,
 )
@@ -73,7 +75,7 @@ __all__ = [
 BM25_K1 = 1.2
 BM25_B = 0.75
 MAX_LIMIT = 100
-MIN_EF, MAX_EF, DEFAULT_EF = 10, 1000, 100
+MIN_EF, MAX_EF = 10, 1000
 _STATS_TTL_SECONDS = 5.0
 _PREFIX_EXPANSIONS = 20
 _CANDIDATES = 4  # notes ranked per note wanted before a filter is checked
@@ -136,6 +138,7 @@ class SearchOutcome:
     query_type: QueryType
     fusion: FusionPlan | None
     took_ms: float
+    ef_search: int | None = None  # the HNSW candidate list the semantic leg used
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +167,23 @@ class SemanticModel:
     composition: DocumentComposition
 
 
+@dataclass(frozen=True, slots=True)
+class _SemanticAsk:
+    """What the semantic leg is asked: the model and query vector, the query (its phrases
+    and exclusions filter), the note filter, how many notes and chunks to take, the
+    client's ef_search (None: the default for the set's size) and the one the
+    transaction started with."""
+
+    model: SemanticModel
+    vector: npt.NDArray[np.float32]
+    query: ParsedQuery
+    note_filter: NoteFilter
+    fetch: int
+    chunks: int
+    ef: int | None
+    started_ef: int
+
+
 @dataclass
 class _Leg:
     """One leg's candidates across memories: (memory, note) → (score, chunk text)."""
@@ -184,15 +204,19 @@ class SearchService:
         self._sets = EmbeddingSets()
         self._notes = NoteRepository()
         self._stats: dict[str, tuple[float, int, float]] = {}  # memory → (at, docs, avgdl)
-        # (memory, set name) → (at, set): re-read after the same few seconds, so a memory
-        # dropped and made again under its name never keeps its old set's number for long.
-        self._known_sets: dict[tuple[str, str], tuple[float, EmbeddingSet]] = {}
+        # (memory, set name) → (at, set, its size): re-read after the same few seconds, so a
+        # memory dropped and made again under its name never keeps its old set's number for
+        # long, and the default ef_search follows the set's growth.
+        self._known_sets: dict[tuple[str, str], tuple[float, EmbeddingSet, int]] = {}
+        # memory → the hnsw.ef_search its last search used: the next transaction starts
+        # with it, so the setting is changed (one more round trip) only when it moves.
+        self._last_ef: dict[str, int] = {}
 
     async def search(self, scopes: Sequence[Scope], request: SearchRequest) -> SearchOutcome:
         started = time.perf_counter()
         request = replace(request, mode=SearchMode(request.mode), fusion=FusionMode(request.fusion))
         query = parse_query(request.query)
-        limit, ef = _check(request)
+        limit, asked_ef = _check(request)
         note_filter = validate_filter(_note_filter(request.filter))
         fetch = min(max(limit * 3, 50), 300)
 
@@ -206,8 +230,8 @@ class SearchService:
         # HNSW returns at most ef_search rows: enough chunks that deduping to notes keeps
         # ``fetch`` of them.
         chunks = min(fetch * 3, MAX_EF)
-        local = None if embedding is None else {"hnsw.ef_search": max(ef, chunks)}
         degraded: str | None = None
+        used_ef: list[int] = []
         lexical_leg, semantic_leg = _Leg(), _Leg()
         unembedded: list[str] = []
         hits: list[Hit] = []
@@ -215,6 +239,9 @@ class SearchService:
         try:
             for scope in scopes:
                 where_filter = _with_scope(note_filter, scope.visibility)
+                guess = asked_ef or self._last_ef.get(scope.memory, MIN_DEFAULT_EF)
+                started_ef = max(guess, chunks)
+                local = None if embedding is None else {"hnsw.ef_search": started_ef}
                 async with self._db.memory_transaction(scope.memory, local=local) as conn:
                     if request.mode is not SearchMode.SEMANTIC and query.has_terms:
                         for note_id, score in await self._lexical(
@@ -224,16 +251,11 @@ class SearchService:
                     if embedding is not None:
                         semantic, vector, degraded = await embedding
                         if semantic is not None and vector is not None:
-                            found = await self._semantic(
-                                conn,
-                                scope.memory,
-                                semantic,
-                                vector,
-                                query,
-                                where_filter,
-                                fetch,
-                                chunks,
-                            )
+                            ask = _SemanticAsk(
+                                semantic, vector, query, where_filter, fetch, chunks, asked_ef,
+                                started_ef,
+                            )  # fmt: skip
+                            found = await self._semantic(conn, scope.memory, ask, used_ef)
                             if found is None:
                                 unembedded.append(scope.memory)
                             for note_id, similarity, chunk in found or ():
@@ -256,6 +278,7 @@ class SearchService:
             query_type=query.type,
             fusion=fusion,
             took_ms=(time.perf_counter() - started) * 1000,
+            ef_search=max(used_ef) if used_ef else None,
         )
 
     async def _query_vector(
@@ -369,27 +392,36 @@ class SearchService:
         self,
         conn: Connection,
         memory: str,
-        model: SemanticModel,
-        vector: npt.NDArray[np.float32],
-        query: ParsedQuery,
-        note_filter: NoteFilter,
-        fetch: int,
-        chunks: int,
+        ask: _SemanticAsk,
+        used_ef: list[int],
     ) -> list[tuple[UUID, float, str]] | None:
         """Up to ``fetch`` notes, best first: (note, cosine similarity, best chunk's text).
-        None when the memory has no embeddings of this model yet.
+        None when the memory has no embeddings of this model yet. The ``hnsw.ef_search``
+        it ran with goes to ``used_ef``.
 
-        One statement: the ``chunks`` nearest chunks from the set's HNSW index (the
-        transaction's ``hnsw.ef_search`` is at least ``chunks``), the best per note, the
+        The candidate list is the client's ``efSearch``, else the default for the set's
+        size (:func:`default_ef_search`), and at least ``chunks``; the transaction started
+        with a guess and is corrected here, once the set is known, when the guess was off.
+
+        One statement: the ``chunks`` nearest chunks from the set's HNSW index, the best
+        per note, the
         filters on those notes by primary key, and the chunk texts. When the filters leave
         too few of what the index offered and it had more, the filtered chunks are read
         exactly instead (an expression the index does not serve), so a selective filter
         never starves the top-k.
         """
-        chosen = await self._embedding_set(conn, memory, model)
-        if chosen is None:
+        model, query, note_filter = ask.model, ask.query, ask.note_filter
+        fetch, chunks = ask.fetch, ask.chunks
+        known = await self._embedding_set(conn, memory, model)
+        if known is None:
             return None
-        literal = vector_literal(vector)
+        chosen, size = known
+        ef = max(ask.ef if ask.ef is not None else default_ef_search(size), chunks)
+        if ef != ask.started_ef:
+            await conn.execute("SELECT set_config('hnsw.ef_search', $1, true)", str(ef))
+        self._last_ef[memory] = ef
+        used_ef.append(ef)
+        literal = vector_literal(ask.vector)
         where = Where(literal)
         note_filter_where(note_filter, where)
         _syntax_where(query, where)
@@ -430,17 +462,20 @@ class SearchService:
 
     async def _embedding_set(
         self, conn: Connection, memory: str, model: SemanticModel
-    ) -> EmbeddingSet | None:
-        """The memory's set for ``model``, remembered for a few seconds once it exists."""
+    ) -> tuple[EmbeddingSet, int] | None:
+        """The memory's set for ``model`` and about how many vectors it holds, remembered
+        for a few seconds once it exists."""
         key = (memory, set_name(model.model, model.dimension, model.composition))
         now = time.monotonic()
         known = self._known_sets.get(key)
         if known is not None and now - known[0] < _STATS_TTL_SECONDS:
-            return known[1]
+            return known[1], known[2]
         chosen = await self._sets.find(conn, model.model, model.dimension, model.composition)
-        if chosen is not None:
-            self._known_sets[key] = (now, chosen)
-        return chosen
+        if chosen is None:
+            return None
+        size = await self._sets.chunk_estimate(conn, chosen)
+        self._known_sets[key] = (now, chosen, size)
+        return chosen, size
 
     async def _exact(
         self,
@@ -665,7 +700,7 @@ def _with_scope(note_filter: NoteFilter, visibility: NoteVisibility | None) -> N
     return replace(note_filter, visibility=visibility)
 
 
-def _check(request: SearchRequest) -> tuple[int, int]:
+def _check(request: SearchRequest) -> tuple[int, int | None]:
     limit = request.limit
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise BadUserInput(f"limit must be 1 to {MAX_LIMIT}", field="limit")
@@ -673,7 +708,7 @@ def _check(request: SearchRequest) -> tuple[int, int]:
         raise BadUserInput("alpha (the semantic weight) must be between 0 and 1", field="alpha")
     if request.k is not None and not 1 <= request.k <= 1000:
         raise BadUserInput("k must be 1 to 1000", field="k")
-    ef = DEFAULT_EF if request.ef_search is None else request.ef_search
-    if not MIN_EF <= ef <= MAX_EF:
+    ef = request.ef_search
+    if ef is not None and not MIN_EF <= ef <= MAX_EF:
         raise BadUserInput(f"efSearch must be {MIN_EF} to {MAX_EF}", field="efSearch")
     return limit, ef
