@@ -15,8 +15,8 @@ The legs, per memory, in one transaction each:
 
 Filters (tags, projects, dates, starred, archived, the caller's read scope, and the
 query's required phrases and exclusions, on the GIN-indexed tsvector) are SQL conditions
-on the note, the same in both legs, applied before any ``ORDER BY ... LIMIT``. Each leg over-fetches
-(three times ``limit``, at least 50), so fusion and dedup never run short.
+on the note, the same in both legs, applied before any ``ORDER BY ... LIMIT``. Each leg
+over-fetches (three times ``limit``, at least 50), so fusion and dedup never run short.
 
 Across memories, raw scores are comparable within a leg (BM25 scores are absolute for a
 query, cosine similarity is too), so each leg's candidates are merged by score before
@@ -404,11 +404,10 @@ class SearchService:
         with a guess and is corrected here, once the set is known, when the guess was off.
 
         One statement: the ``chunks`` nearest chunks from the set's HNSW index, the best
-        per note, the
-        filters on those notes by primary key, and the chunk texts. When the filters leave
-        too few of what the index offered and it had more, the filtered chunks are read
-        exactly instead (an expression the index does not serve), so a selective filter
-        never starves the top-k.
+        per note, the filters on those notes by primary key, and the chunk texts. When the
+        filters leave too few of what the index offered and it had more, the filtered
+        chunks are read exactly instead (an expression the index does not serve), so a
+        selective filter never starves the top-k.
         """
         model, query, note_filter = ask.model, ask.query, ask.note_filter
         fetch, chunks = ask.fetch, ask.chunks
