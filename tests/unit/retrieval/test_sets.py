@@ -12,5 +12,5 @@ def test_the_default_ef_search_grows_with_the_set_within_its_bounds() -> None:
     assert chosen[0] == MIN_DEFAULT_EF
     assert chosen[-1] == MAX_DEFAULT_EF
     assert default_ef_search(10_000) == 150  # recall@10 0.967 measured there
-    # At 100,000 chunks 150 found 0.88 of the exact top 10; 300 and more find over 0.95.
-    assert default_ef_search(100_000) >= 300
+    # At 100,000 chunks 150 found 0.71 of the exact top 10, 600 found 0.934, 800 0.951.
+    assert default_ef_search(100_000) >= 800
