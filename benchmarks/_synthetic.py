@@ -48,14 +48,13 @@ import numpy.typing as npt
 from pgvector.asyncpg import register_vector
 
 from fortemi.platform.database import Database, memory_schema
-from fortemi.retrieval.sets import DocumentComposition, EmbeddingSets
+from fortemi.retrieval.sets import DocumentComposition, EmbeddingSets, default_ef_search
 
 __all__ = [
     "CHUNKS",
     "FETCH",
     "LIMIT",
     "RRF_K",
-    "SERVER_EF",
     "Corpus",
     "Ingest",
     "Note",
@@ -63,6 +62,7 @@ __all__ = [
     "QueryKind",
     "SqlSearch",
     "load",
+    "server_ef",
     "synthesize",
     "vocabulary",
 ]
@@ -346,11 +346,18 @@ async def load(
 # -- the SQL baseline ---------------------------------------------------------------------
 
 # What SearchService does for limit 10: each leg over-fetches max(3 x limit, 50) notes; the
-# semantic leg asks the index for 3 x that many chunks with hnsw.ef_search at least that.
+# semantic leg asks the index for 3 x that many chunks with hnsw.ef_search at least that,
+# and at least the default for the set's size when the client sets none.
 LIMIT = 10
 FETCH = 50
 CHUNKS = 150
-SERVER_EF = 150  # max(the default efSearch 100, CHUNKS)
+
+
+def server_ef(chunks: int) -> int:
+    """The hnsw.ef_search the server uses for limit 10 on a set of ``chunks`` vectors."""
+    return max(default_ef_search(chunks), CHUNKS)
+
+
 RRF_K = 60
 BM25_K1, BM25_B = 1.2, 0.75  # fortemi.retrieval.search's
 _BM25 = f"""
@@ -396,11 +403,14 @@ class SqlSearch:
 
     Tables are schema-qualified; the set's id and dimension are spliced in as constants so
     the planner always matches the partial HNSW index. ``hnsw.ef_search`` is set once for
-    the session, at the server's value.
+    the session, at the server's value for the set's size.
     """
 
-    def __init__(self, conn: asyncpg.Connection, schema: str, set_id: int, dimension: int) -> None:
+    def __init__(
+        self, conn: asyncpg.Connection, schema: str, set_id: int, dimension: int, ef: int
+    ) -> None:
         self._conn = conn
+        self._ef = ef
         vec = f"vector({int(dimension)})"
         distance = f"e.embedding::{vec} <=> $4::{vec}"
         top = f"""
@@ -452,10 +462,12 @@ class SqlSearch:
         self.exact_sql = nearest.format(order=f"({distance.replace('$4', '$1')}) + 0, 1")
 
     @classmethod
-    async def connect(cls, dsn: str, schema: str, set_id: int, dimension: int) -> SqlSearch:
+    async def connect(
+        cls, dsn: str, schema: str, set_id: int, dimension: int, ef: int
+    ) -> SqlSearch:
         conn = await asyncpg.connect(dsn)
-        await conn.execute(f"SET hnsw.ef_search = {SERVER_EF}")
-        return cls(conn, schema, set_id, dimension)
+        await conn.execute(f"SET hnsw.ef_search = {int(ef)}")
+        return cls(conn, schema, set_id, dimension, ef)
 
     async def fused(self, text: str, docs: int, avgdl: float, vector: str) -> list[UUID]:
         rows = await self._conn.fetch(self.fused_sql, text, docs, avgdl, vector)
@@ -470,7 +482,7 @@ class SqlSearch:
         started = time.perf_counter()
         rows = await self._conn.fetch(self.exact_sql if exact else self.hnsw_sql, vector)
         elapsed = time.perf_counter() - started
-        await self._conn.execute(f"SET hnsw.ef_search = {SERVER_EF}")
+        await self._conn.execute(f"SET hnsw.ef_search = {int(self._ef)}")
         return elapsed, [r["chunk_id"] for r in rows]
 
     async def corpus(self, schema: str) -> tuple[int, float]:

@@ -73,13 +73,13 @@ from benchmarks._synthetic import (
     FETCH,
     LIMIT,
     RRF_K,
-    SERVER_EF,
     Corpus,
     Ingest,
     Query,
     QueryKind,
     SqlSearch,
     load,
+    server_ef,
     synthesize,
     vocabulary,
 )
@@ -92,7 +92,7 @@ from fortemi.retrieval.sets import composition_for
 
 __all__ = ["main"]
 
-RECALL_EFS = (40, 100, SERVER_EF, 200, 400)
+RECALL_EFS = (40, 100, 150, 200, 300, 400, 600, 800)
 SEED_TARGETS_MS = {10_000: 200.0, 100_000: 500.0}
 GOAL_P95_MS, GOAL_AT, GOAL_RATIO, GOAL_RECALL = 25.0, 100_000, 1.5, 0.95
 KINDS: tuple[QueryKind, ...] = ("selective", "common")
@@ -253,18 +253,24 @@ async def measure(
     return paths
 
 
+def _efs(size: int) -> list[int]:
+    """The ef_search values measured at ``size``: the fixed ones and the server's."""
+    return sorted({*RECALL_EFS, server_ef(size)})
+
+
 async def recall(
-    probes: Sequence[Probe], sql: SqlSearch
+    probes: Sequence[Probe], sql: SqlSearch, size: int
 ) -> tuple[dict[int, float], dict[int, float], dict[int, float], float]:
     """Mean and worst recall@10 per ef_search, HNSW p50 per ef, exact p50 (seconds)."""
-    hits: dict[int, list[float]] = {ef: [] for ef in RECALL_EFS}
-    timings: dict[int, list[float]] = {ef: [] for ef in RECALL_EFS}
+    efs = _efs(size)
+    hits: dict[int, list[float]] = {ef: [] for ef in efs}
+    timings: dict[int, list[float]] = {ef: [] for ef in efs}
     exact_times: list[float] = []
     for probe in probes:
-        took, exact = await sql.nearest(probe.vector, exact=True, ef=SERVER_EF)
+        took, exact = await sql.nearest(probe.vector, exact=True, ef=server_ef(size))
         exact_times.append(took)
         truth = set(exact)
-        for ef in RECALL_EFS:
+        for ef in efs:
             took, found = await sql.nearest(probe.vector, exact=False, ef=ef)
             timings[ef].append(took)
             hits[ef].append(len(truth.intersection(found)) / max(1, len(truth)))
@@ -384,8 +390,8 @@ def report(result: Result) -> None:
     print()
 
     rows = []
-    for ef in RECALL_EFS:
-        note = " (the server's, for limit 10)" if ef == SERVER_EF else ""
+    for ef in _efs(result.size):
+        note = " (the server's default here)" if ef == server_ef(result.size) else ""
         rows.append(
             [
                 f"{ef}{note}",
@@ -452,10 +458,11 @@ def targets(results: Sequence[Result]) -> None:
                     "not measurable: semantic leg not live",
                 ]
             )
-        recall_at = r.recall[SERVER_EF]
+        ef = server_ef(r.size)
+        recall_at = r.recall[ef]
         rows.append(
             [
-                f"goal: recall@10 >= {GOAL_RECALL:g} at ef_search {SERVER_EF}",
+                f"goal: recall@10 >= {GOAL_RECALL:g} at the default ef_search ({ef})",
                 f"{r.size:,}",
                 f"{recall_at:.3f}",
                 "met" if recall_at >= GOAL_RECALL else "NOT met",
@@ -541,7 +548,9 @@ async def _run(args: argparse.Namespace, home: Path, urls: ServiceUrls, embedded
         (
             "client",
             f"{describe('raw')}, 1 keep-alive connection, sequential; SQL: 1 asyncpg "
-            f"connection, hnsw.ef_search {SERVER_EF}; both in the main process",
+            "connection, hnsw.ef_search the server's default for the size "
+            f"({', '.join(f'{server_ef(n)} at {n:,}' for n in args.sizes)}); both in the main "
+            "process",
         ),
         (
             "embedding",
@@ -597,7 +606,16 @@ async def _run(args: argparse.Namespace, home: Path, urls: ServiceUrls, embedded
                 print(f"measuring {size:,} (load average {_load()}) ...", flush=True)
                 headers = {"authorization": f"Bearer {token}", "x-fortemi-memory": memory}
                 result = await _measure_size(
-                    args, urls, server, headers, memory, set_id, model.dimension, probes, embed
+                    args,
+                    urls,
+                    server,
+                    headers,
+                    memory,
+                    size,
+                    set_id,
+                    model.dimension,
+                    probes,
+                    embed,
                 )
                 result.size, result.ingest = size, ingest
                 results.append(result)
@@ -627,20 +645,21 @@ async def _measure_size(
     server: ServerProcess,
     headers: dict[str, str],
     memory: str,
+    size: int,
     set_id: int,
     dimension: int,
     probes: Sequence[Probe],
     embed: Embed,
 ) -> Result:
     schema = memory_schema(memory)
-    sql = await SqlSearch.connect(urls.database, schema, set_id, dimension)
+    sql = await SqlSearch.connect(urls.database, schema, set_id, dimension, server_ef(size))
     api = Api(server.port, headers)
     try:
         paths = await measure(args, probes, api, sql, server, embed, schema)
         matching: dict[str, list[int]] = {k: [] for k in KINDS}
         for probe in probes:
             matching[probe.query.kind].append(await sql.matching(schema, probe.query.text))
-        mean, worst, hnsw_p50, exact_p50 = await recall(probes, sql)
+        mean, worst, hnsw_p50, exact_p50 = await recall(probes, sql, size)
     finally:
         await api.aclose()
         await sql.close()

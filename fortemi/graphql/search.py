@@ -145,7 +145,10 @@ class SearchQuery:
         ] = None,
         ef_search: Annotated[
             int | None,
-            strawberry.argument(description="HNSW candidate list size, 10..1000 (default 100)"),
+            strawberry.argument(
+                description="HNSW candidate list size, 10..1000 (default: grows with the "
+                "embedding set, 150 at 10,000 chunks)"
+            ),
         ] = None,
     ) -> SearchResults:
         runtime = info.context.runtime

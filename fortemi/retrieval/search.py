@@ -7,15 +7,16 @@ The legs, per memory, in one transaction each:
   inverted index the note triggers maintain (``lex_posting``: term frequency and note
   length per (lexeme, note)). Document frequencies are counted from the same index rows
   in the same scan; the corpus size and average length come from ``lex_doc``, cached for
-  a few seconds per memory. Required phrases and exclusions use the GIN-indexed tsvector.
+  a few seconds per memory. A word the query repeats counts once per occurrence.
 * **Semantic** takes the chunks nearest the query vector (cosine) from the set's HNSW
   index, keeps the best chunk per note, then applies the filters. When filters leave too
   few notes from what the index returned, it reads the filtered chunks exactly instead,
   so a selective filter never starves the top-k.
 
-Filters (tags, projects, dates, starred, archived, the caller's read scope) are SQL
-conditions on the note, applied before any ``ORDER BY ... LIMIT``. Each leg over-fetches
-(three times ``limit``, at least 50), so fusion and dedup never run short.
+Filters (tags, projects, dates, starred, archived, the caller's read scope, and the
+query's required phrases and exclusions, on the GIN-indexed tsvector) are SQL conditions
+on the note, the same in both legs, applied before any ``ORDER BY ... LIMIT``. Each leg
+over-fetches (three times ``limit``, at least 50), so fusion and dedup never run short.
 
 Across memories, raw scores are comparable within a leg (BM25 scores are absolute for a
 query, cosine similarity is too), so each leg's candidates are merged by score before
@@ -46,10 +47,12 @@ from fortemi.retrieval.fusion import FusionPlan, Ranked, plan, rrf, rsf
 from fortemi.retrieval.indexing import EMBEDDING
 from fortemi.retrieval.query import ParsedQuery, QueryType, parse_query
 from fortemi.retrieval.sets import (
+    MIN_DEFAULT_EF,
     DocumentComposition,
     EmbeddingSet,
     EmbeddingSets,
     composition_for,
+    default_ef_search,
     set_name,
     vector_literal,
 )
@@ -72,7 +75,7 @@ __all__ = [
 BM25_K1 = 1.2
 BM25_B = 0.75
 MAX_LIMIT = 100
-MIN_EF, MAX_EF, DEFAULT_EF = 10, 1000, 100
+MIN_EF, MAX_EF = 10, 1000
 _STATS_TTL_SECONDS = 5.0
 _PREFIX_EXPANSIONS = 20
 _CANDIDATES = 4  # notes ranked per note wanted before a filter is checked
@@ -135,6 +138,7 @@ class SearchOutcome:
     query_type: QueryType
     fusion: FusionPlan | None
     took_ms: float
+    ef_search: int | None = None  # the HNSW candidate list the semantic leg used
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +167,23 @@ class SemanticModel:
     composition: DocumentComposition
 
 
+@dataclass(frozen=True, slots=True)
+class _SemanticAsk:
+    """What the semantic leg is asked: the model and query vector, the query (its phrases
+    and exclusions filter), the note filter, how many notes and chunks to take, the
+    client's ef_search (None: the default for the set's size) and the one the
+    transaction started with."""
+
+    model: SemanticModel
+    vector: npt.NDArray[np.float32]
+    query: ParsedQuery
+    note_filter: NoteFilter
+    fetch: int
+    chunks: int
+    ef: int | None
+    started_ef: int
+
+
 @dataclass
 class _Leg:
     """One leg's candidates across memories: (memory, note) → (score, chunk text)."""
@@ -183,15 +204,19 @@ class SearchService:
         self._sets = EmbeddingSets()
         self._notes = NoteRepository()
         self._stats: dict[str, tuple[float, int, float]] = {}  # memory → (at, docs, avgdl)
-        # (memory, set name) → (at, set): re-read after the same few seconds, so a memory
-        # dropped and made again under its name never keeps its old set's number for long.
-        self._known_sets: dict[tuple[str, str], tuple[float, EmbeddingSet]] = {}
+        # (memory, set name) → (at, set, its size): re-read after the same few seconds, so a
+        # memory dropped and made again under its name never keeps its old set's number for
+        # long, and the default ef_search follows the set's growth.
+        self._known_sets: dict[tuple[str, str], tuple[float, EmbeddingSet, int]] = {}
+        # memory → the hnsw.ef_search its last search used: the next transaction starts
+        # with it, so the setting is changed (one more round trip) only when it moves.
+        self._last_ef: dict[str, int] = {}
 
     async def search(self, scopes: Sequence[Scope], request: SearchRequest) -> SearchOutcome:
         started = time.perf_counter()
         request = replace(request, mode=SearchMode(request.mode), fusion=FusionMode(request.fusion))
         query = parse_query(request.query)
-        limit, ef = _check(request)
+        limit, asked_ef = _check(request)
         note_filter = validate_filter(_note_filter(request.filter))
         fetch = min(max(limit * 3, 50), 300)
 
@@ -205,8 +230,8 @@ class SearchService:
         # HNSW returns at most ef_search rows: enough chunks that deduping to notes keeps
         # ``fetch`` of them.
         chunks = min(fetch * 3, MAX_EF)
-        local = None if embedding is None else {"hnsw.ef_search": max(ef, chunks)}
         degraded: str | None = None
+        used_ef: list[int] = []
         lexical_leg, semantic_leg = _Leg(), _Leg()
         unembedded: list[str] = []
         hits: list[Hit] = []
@@ -214,6 +239,9 @@ class SearchService:
         try:
             for scope in scopes:
                 where_filter = _with_scope(note_filter, scope.visibility)
+                guess = asked_ef or self._last_ef.get(scope.memory, MIN_DEFAULT_EF)
+                started_ef = max(guess, chunks)
+                local = None if embedding is None else {"hnsw.ef_search": started_ef}
                 async with self._db.memory_transaction(scope.memory, local=local) as conn:
                     if request.mode is not SearchMode.SEMANTIC and query.has_terms:
                         for note_id, score in await self._lexical(
@@ -223,9 +251,11 @@ class SearchService:
                     if embedding is not None:
                         semantic, vector, degraded = await embedding
                         if semantic is not None and vector is not None:
-                            found = await self._semantic(
-                                conn, scope.memory, semantic, vector, where_filter, fetch, chunks
-                            )
+                            ask = _SemanticAsk(
+                                semantic, vector, query, where_filter, fetch, chunks, asked_ef,
+                                started_ef,
+                            )  # fmt: skip
+                            found = await self._semantic(conn, scope.memory, ask, used_ef)
                             if found is None:
                                 unembedded.append(scope.memory)
                             for note_id, similarity, chunk in found or ():
@@ -248,6 +278,7 @@ class SearchService:
             query_type=query.type,
             fusion=fusion,
             took_ms=(time.perf_counter() - started) * 1000,
+            ef_search=max(used_ef) if used_ef else None,
         )
 
     async def _query_vector(
@@ -342,13 +373,10 @@ class SearchService:
         docs, avgdl = await self._corpus(conn, memory)
         if docs == 0:
             return []
-        bm25 = (query.text, docs, avgdl, BM25_K1, BM25_B, list(query.prefixes))
+        bm25 = (query.lexical_text, docs, avgdl, BM25_K1, BM25_B, list(query.prefixes))
         where = Where(*bm25)
         note_filter_where(note_filter, where)
-        for phrase in query.phrases:
-            where.add("lex @@ phraseto_tsquery('english', {0})", phrase)
-        for excluded in query.excluded:
-            where.add("NOT (lex @@ phraseto_tsquery('english', {0}))", excluded)
+        _syntax_where(query, where)
         if note_filter == NoteFilter() and not (query.phrases or query.excluded):
             rows = await conn.fetch(_bm25_sql(None, fetch), *bm25)
         else:
@@ -364,28 +392,38 @@ class SearchService:
         self,
         conn: Connection,
         memory: str,
-        model: SemanticModel,
-        vector: npt.NDArray[np.float32],
-        note_filter: NoteFilter,
-        fetch: int,
-        chunks: int,
+        ask: _SemanticAsk,
+        used_ef: list[int],
     ) -> list[tuple[UUID, float, str]] | None:
         """Up to ``fetch`` notes, best first: (note, cosine similarity, best chunk's text).
-        None when the memory has no embeddings of this model yet.
+        None when the memory has no embeddings of this model yet. The ``hnsw.ef_search``
+        it ran with goes to ``used_ef``.
 
-        One statement: the ``chunks`` nearest chunks from the set's HNSW index (the
-        transaction's ``hnsw.ef_search`` is at least ``chunks``), the best per note, the
-        filters on those notes by primary key, and the chunk texts. When the filters leave
-        too few of what the index offered and it had more, the filtered chunks are read
-        exactly instead (an expression the index does not serve), so a selective filter
-        never starves the top-k.
+        The candidate list is the client's ``efSearch``, else the default for the set's
+        size (:func:`default_ef_search`), and at least ``chunks``; the transaction started
+        with a guess and is corrected here, once the set is known, when the guess was off.
+
+        One statement: the ``chunks`` nearest chunks from the set's HNSW index, the best
+        per note, the filters on those notes by primary key, and the chunk texts. When the
+        filters leave too few of what the index offered and it had more, the filtered
+        chunks are read exactly instead (an expression the index does not serve), so a
+        selective filter never starves the top-k.
         """
-        chosen = await self._embedding_set(conn, memory, model)
-        if chosen is None:
+        model, query, note_filter = ask.model, ask.query, ask.note_filter
+        fetch, chunks = ask.fetch, ask.chunks
+        known = await self._embedding_set(conn, memory, model)
+        if known is None:
             return None
-        literal = vector_literal(vector)
+        chosen, size = known
+        ef = max(ask.ef if ask.ef is not None else default_ef_search(size), chunks)
+        if ef != ask.started_ef:
+            await conn.execute("SELECT set_config('hnsw.ef_search', $1, true)", str(ef))
+        self._last_ef[memory] = ef
+        used_ef.append(ef)
+        literal = vector_literal(ask.vector)
         where = Where(literal)
         note_filter_where(note_filter, where)
+        _syntax_where(query, where)
         distance = f"e.embedding::{chosen.cast} <=> $1::{chosen.cast}"
         # The set's id and the row counts are spliced in as constants (ours, integers): a
         # generic plan with the id as a parameter cannot use the set's partial index, and
@@ -413,7 +451,7 @@ class SearchService:
             *where.args,
         )
         if len(rows) < fetch and (not rows or rows[0]["offered"] == chunks):
-            rows = await self._exact(conn, chosen, literal, note_filter, fetch)
+            rows = await self._exact(conn, chosen, literal, query, note_filter, fetch)
             if not rows and not await conn.fetchval(
                 "SELECT EXISTS (SELECT 1 FROM chunk_embedding WHERE set_id = $1)", chosen.id
             ):
@@ -423,28 +461,33 @@ class SearchService:
 
     async def _embedding_set(
         self, conn: Connection, memory: str, model: SemanticModel
-    ) -> EmbeddingSet | None:
-        """The memory's set for ``model``, remembered for a few seconds once it exists."""
+    ) -> tuple[EmbeddingSet, int] | None:
+        """The memory's set for ``model`` and about how many vectors it holds, remembered
+        for a few seconds once it exists."""
         key = (memory, set_name(model.model, model.dimension, model.composition))
         now = time.monotonic()
         known = self._known_sets.get(key)
         if known is not None and now - known[0] < _STATS_TTL_SECONDS:
-            return known[1]
+            return known[1], known[2]
         chosen = await self._sets.find(conn, model.model, model.dimension, model.composition)
-        if chosen is not None:
-            self._known_sets[key] = (now, chosen)
-        return chosen
+        if chosen is None:
+            return None
+        size = await self._sets.chunk_estimate(conn, chosen)
+        self._known_sets[key] = (now, chosen, size)
+        return chosen, size
 
     async def _exact(
         self,
         conn: Connection,
         chosen: EmbeddingSet,
         literal: str,
+        query: ParsedQuery,
         note_filter: NoteFilter,
         fetch: int,
     ) -> list[Any]:
         where = Where(literal)
         note_filter_where(note_filter, where)
+        _syntax_where(query, where)
         return await conn.fetch(
             f"""
             SELECT best.note_id, best.d,
@@ -566,11 +609,13 @@ def _bm25_sql(condition: str | None, fetch: int, first: int | None = None) -> st
 
     Terms are the query's lexemes plus the indexed words starting with each prefix, found
     by skipping through lex_posting's primary key ("C" collation: a prefix is a key range)
-    one probe per distinct word, up to ``_PREFIX_EXPANSIONS`` of them. Each term's
-    document frequency is one count on the index. With
-    ``first``, only the ``first`` best notes by score are checked against ``condition``,
-    by primary key, and ``ranked`` says how many there were; without it, every matching
-    note is checked before ranking.
+    one probe per distinct word, up to ``_PREFIX_EXPANSIONS`` of them. A term counts once
+    per occurrence in the query (its weight is the query frequency times the IDF), as
+    Lucene scores a query that repeats a term clause: a question that says "retrieval"
+    three times is mostly about retrieval. Each term's document frequency is one count on
+    the index. With ``first``, only the ``first`` best notes by score are checked against
+    ``condition``, by primary key, and ``ranked`` says how many there were; without it,
+    every matching note is checked before ranking.
     """
     if condition is None:
         source = "scored"
@@ -583,32 +628,39 @@ def _bm25_sql(condition: str | None, fetch: int, first: int | None = None) -> st
         ) AS scored JOIN note ON note.id = scored.note_id WHERE {condition}"""  # noqa: S608
     return rf"""
         WITH terms AS (
-            SELECT DISTINCT t.lexeme COLLATE "C" AS lexeme
-            FROM unnest(to_tsvector('english', $1)) AS t
-            UNION
-            SELECT e.lexeme FROM unnest($6::text[]) AS p(prefix),
-            LATERAL (
-                WITH RECURSIVE walk (lexeme, n) AS (
-                    (SELECT lexeme, 1 FROM lex_posting
-                     WHERE lexeme >= p.prefix COLLATE "C" ORDER BY lexeme LIMIT 1)
-                    UNION ALL
-                    SELECT (SELECT lp.lexeme FROM lex_posting lp WHERE lp.lexeme > walk.lexeme
-                            ORDER BY lp.lexeme LIMIT 1), walk.n + 1
-                    FROM walk
-                    WHERE starts_with(walk.lexeme, p.prefix) AND walk.n < {_PREFIX_EXPANSIONS}
-                )
-                SELECT lexeme FROM walk WHERE starts_with(lexeme, p.prefix)
-            ) AS e
+            SELECT lexeme, sum(qtf)::float8 AS qtf
+            FROM (
+                SELECT t.lexeme COLLATE "C" AS lexeme,
+                       coalesce(array_length(t.positions, 1), 1) AS qtf
+                FROM unnest(to_tsvector('english', $1)) AS t
+                UNION ALL
+                SELECT e.lexeme, 1 FROM unnest($6::text[]) AS p(prefix),
+                LATERAL (
+                    WITH RECURSIVE walk (lexeme, n) AS (
+                        (SELECT lexeme, 1 FROM lex_posting
+                         WHERE lexeme >= p.prefix COLLATE "C" ORDER BY lexeme LIMIT 1)
+                        UNION ALL
+                        SELECT (SELECT lp.lexeme FROM lex_posting lp
+                                WHERE lp.lexeme > walk.lexeme ORDER BY lp.lexeme LIMIT 1),
+                               walk.n + 1
+                        FROM walk
+                        WHERE starts_with(walk.lexeme, p.prefix) AND walk.n < {_PREFIX_EXPANSIONS}
+                    )
+                    SELECT lexeme FROM walk WHERE starts_with(lexeme, p.prefix)
+                ) AS e
+            ) AS occurrences
+            GROUP BY lexeme
         ),
         weighted AS (
-            SELECT terms.lexeme, ln(1 + ($2::float8 - d.df + 0.5) / (d.df + 0.5)) AS idf
+            SELECT terms.lexeme,
+                   terms.qtf * ln(1 + ($2::float8 - d.df + 0.5) / (d.df + 0.5)) AS weight
             FROM terms, LATERAL (
                 SELECT count(*)::float8 AS df FROM lex_posting WHERE lexeme = terms.lexeme
             ) AS d
         ),
         scored AS (
             SELECT lp.note_id,
-                   sum(weighted.idf * lp.tf * ($4::float8 + 1)
+                   sum(weighted.weight * lp.tf * ($4::float8 + 1)
                        / (lp.tf + $4::float8 * (1 - $5::float8 + $5::float8 * lp.dl / $3::float8)))
                    AS score
             FROM weighted JOIN lex_posting lp ON lp.lexeme = weighted.lexeme
@@ -619,6 +671,15 @@ def _bm25_sql(condition: str | None, fetch: int, first: int | None = None) -> st
         ORDER BY scored.score DESC, scored.note_id
         LIMIT {int(fetch)}
     """  # noqa: S608 - fixed fragments; every value is a parameter
+
+
+def _syntax_where(query: ParsedQuery, where: Where) -> None:
+    """The query's required phrases and exclusions as conditions on ``note``: filters of
+    every leg, like the tag filters, so no leg ranks a note the query rules out."""
+    for phrase in query.phrases:
+        where.add("note.lex @@ phraseto_tsquery('english', {0})", phrase)
+    for excluded in query.excluded:
+        where.add("NOT (note.lex @@ phraseto_tsquery('english', {0}))", excluded)
 
 
 def _note_filter(given: SearchFilter) -> NoteFilter:
@@ -638,7 +699,7 @@ def _with_scope(note_filter: NoteFilter, visibility: NoteVisibility | None) -> N
     return replace(note_filter, visibility=visibility)
 
 
-def _check(request: SearchRequest) -> tuple[int, int]:
+def _check(request: SearchRequest) -> tuple[int, int | None]:
     limit = request.limit
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise BadUserInput(f"limit must be 1 to {MAX_LIMIT}", field="limit")
@@ -646,7 +707,7 @@ def _check(request: SearchRequest) -> tuple[int, int]:
         raise BadUserInput("alpha (the semantic weight) must be between 0 and 1", field="alpha")
     if request.k is not None and not 1 <= request.k <= 1000:
         raise BadUserInput("k must be 1 to 1000", field="k")
-    ef = DEFAULT_EF if request.ef_search is None else request.ef_search
-    if not MIN_EF <= ef <= MAX_EF:
+    ef = request.ef_search
+    if ef is not None and not MIN_EF <= ef <= MAX_EF:
         raise BadUserInput(f"efSearch must be {MIN_EF} to {MAX_EF}", field="efSearch")
     return limit, ef

@@ -110,3 +110,22 @@ async def test_hybrid_before_anything_is_embedded_is_lexical_and_degraded(
     assert outcome.degraded
     assert outcome.degraded_reason is not None
     assert "embedded" in outcome.degraded_reason
+
+
+async def test_exclusions_and_required_phrases_filter_every_leg_before_ranking(
+    write: Write, index: Index, find: Search
+) -> None:
+    phone = await write("Phones", "My mobile phone battery drains fast on the train.")
+    tablet = await write("Tablets", "A mobile tablet app for reading on the train.")
+    car = await write("Cars", "The car's battery died in the cold garage.")
+    for note in (phone, tablet, car):
+        await index(note)
+    for mode in (SearchMode.HYBRID, SearchMode.SEMANTIC):
+        excluded = await find("mobile -phone", mode=mode)
+        assert phone not in {h.note_id for h in excluded.hits}
+        assert tablet in {h.note_id for h in excluded.hits}
+        required = await find('"battery died" mobile', mode=mode)
+        assert [h.note_id for h in required.hits] == [car]
+        nothing = await find('"xyzzy nonexistent"', mode=mode)
+        assert nothing.hits == []
+        assert not nothing.degraded  # the semantic leg ran, and its filter kept nothing

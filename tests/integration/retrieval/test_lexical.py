@@ -227,7 +227,7 @@ async def test_a_prefix_expands_to_indexed_words_in_order_up_to_a_bound(
     assert found == set(ids[:20])  # the first 20 words in byte order
 
 
-@pytest.mark.parametrize("query", ["", "   ", "-only -exclusions", "x" * 1001])
+@pytest.mark.parametrize("query", ["", "   ", "-only -exclusions"])
 async def test_queries_with_nothing_to_look_for_are_refused(search: Search, query: str) -> None:
     with pytest.raises(BadUserInput):
         await search(query)
@@ -244,3 +244,58 @@ async def test_semantic_mode_without_a_model_says_why_it_is_degraded(
     hybrid = await search("anything", mode=SearchMode.HYBRID)
     assert hybrid.degraded
     assert len(hybrid.hits) == 1  # the lexical leg still answers
+
+
+async def test_a_word_the_query_repeats_counts_once_per_occurrence(
+    write: Write, search: Search, db: Database, memory: str
+) -> None:
+    repeated = await write("", "ranking of retrieval results")
+    once = await write("", "ranking of library catalogues")
+    for i in range(4):
+        await write("", f"unrelated filler note {i}")
+    outcome = await search("retrieval ranking library retrieval")
+    scores = {hit.note_id: hit.score for hit in outcome.hits}
+    # Both notes hold one query word each of the same rarity and have the same length:
+    # only the query saying "retrieval" twice sets them apart, as it does in Lucene.
+    assert scores[repeated] > scores[once]
+    expected = _bm25(await _lexemes(db, memory), ["retriev", "rank", "librari", "retriev"])
+    for note_id, score in expected.items():
+        assert scores[note_id] == pytest.approx(score, rel=1e-9)
+
+
+async def test_a_pasted_paragraph_is_searched_not_refused(write: Write, search: Search) -> None:
+    target = await write("", "Citation indexing links papers through their references.")
+    await write("", "Gardening in the spring needs patience.")
+    paragraph = " ".join(
+        f"Sentence {i} of a long abstract about how citation indexing helps find papers."
+        for i in range(60)
+    )
+    assert len(paragraph) > 4000
+    hits = (await search(paragraph)).hits
+    assert hits[0].note_id == target
+
+
+async def test_a_query_with_too_many_distinct_words_is_refused_with_the_bound(
+    search: Search,
+) -> None:
+    with pytest.raises(BadUserInput) as raised:
+        await search(" ".join(f"w{i}" for i in range(1025)))
+    assert "1,024 distinct words" in raised.value.message
+    assert raised.value.extensions["field"] == "query"
+
+
+async def test_a_quoted_word_in_a_question_ranks_higher_but_is_not_required(
+    write: Write, search: Search
+) -> None:
+    quoted = await write("", "The virtual library lends electronic books to its readers.")
+    plain = await write("", "The public library lends printed books to its readers.")
+    unrelated = await write("", "Bicycles need their chains oiled every month.")
+    question = 'how does a "virtual" library lend books to readers who never visit it'
+    hits = (await search(question)).hits
+    assert [h.note_id for h in hits][:2] == [quoted, plain]
+    assert unrelated not in {h.note_id for h in hits}
+    technical = 'which systems index the "zettelkasten method" for readers of library books'
+    assert {h.note_id for h in (await search(technical)).hits} == {quoted, plain}
+    # A short query keeps the documented syntax: the quoted span is required.
+    assert (await search('"virtual" library')).hits[0].note_id == quoted
+    assert len((await search('"virtual" library')).hits) == 1

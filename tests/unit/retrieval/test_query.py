@@ -39,8 +39,30 @@ def test_a_one_letter_prefix_is_a_word_not_a_prefix() -> None:
     assert parsed.text == "a* b"  # the analyzer drops the star: a plain word
 
 
-@pytest.mark.parametrize("query", ["", "  ", "-x", '-"a b"', "OR", '""', "x" * 1001])
+@pytest.mark.parametrize(
+    "query", ["", "  ", "-x", '-"a b"', "OR", '""', " ".join(f"w{i}" for i in range(1025))]
+)
 def test_queries_without_anything_to_find_are_bad_input(query: str) -> None:
     with pytest.raises(BadUserInput) as raised:
         parse_query(query)
     assert raised.value.extensions["field"] == "query"
+
+
+def test_a_long_query_is_bounded_by_distinct_words_not_characters() -> None:
+    parsed = parse_query(" ".join(["retrieval of documents"] * 2000))  # 44,000 characters
+    assert parsed.text.startswith("retrieval of documents retrieval")
+    parse_query(" ".join(f"w{i}" for i in range(1024)))  # exactly the bound
+
+
+def test_a_quotation_in_a_sentence_is_boosted_not_required() -> None:
+    sentence = parse_query('during the "training" phase words from classified documents are chosen')
+    assert sentence.phrases == ()
+    assert sentence.boosted == ("training",)
+    assert sentence.type is QueryType.NATURAL
+    assert sentence.lexical_text.count("training") == 2  # the quoted word counts once more
+    assert "training" in sentence.text
+    # Short queries and queries using other operators keep the quoted span required.
+    assert parse_query('"crash loop" pod restarts').phrases == ("crash loop",)
+    with_operator = parse_query('during the "training" phase words from classified docs -draft')
+    assert with_operator.phrases == ("training",)
+    assert with_operator.boosted == ()

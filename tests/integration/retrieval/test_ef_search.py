@@ -1,0 +1,59 @@
+"""The HNSW candidate list grows with the embedding set, unless the client sets it."""
+
+from __future__ import annotations
+
+import asyncio
+
+from fortemi.platform.database import Database
+from fortemi.retrieval.search import SearchMode
+from fortemi.retrieval.sets import DocumentComposition, EmbeddingSets, default_ef_search
+from tests.integration.retrieval.conftest import Index, Search, Write
+
+_BULK = 12_000  # past 10,000 vectors the default grows above the 150 of limit 10
+
+
+async def test_the_default_ef_search_follows_the_size_of_the_embedding_set(
+    write: Write, index: Index, find: Search, db: Database, memory: str
+) -> None:
+    note = await write("Sleepy", "The kitten curled up on the windowsill and purred.")
+    await index(note)
+    small = await find("a sleepy cat", mode=SearchMode.SEMANTIC)
+    assert small.hits[0].note_id == note
+    assert small.ef_search == 150  # limit 10 takes 150 chunks; a tiny set needs no more
+    asked = await find("a sleepy cat", mode=SearchMode.SEMANTIC, ef_search=40)
+    assert asked.ef_search == 150  # never fewer candidates than chunks taken
+    asked = await find("a sleepy cat", mode=SearchMode.SEMANTIC, ef_search=700)
+    assert asked.ef_search == 700  # the client's choice stands
+
+    # The memory grows past 10,000 vectors (here in a second set, as while a new model
+    # re-embeds a memory; the estimate counts every set of the memory).
+    bulk = await write("Bulk", "many chunks")
+    async with db.memory_transaction(memory) as conn:
+        other = await EmbeddingSets().ensure(conn, "bulk-test-model", 4, DocumentComposition())
+        await conn.execute(
+            "INSERT INTO chunk (note_id, ordinal, text, start_offset, end_offset, content_hash) "
+            "SELECT $1, g, 'x', 0, 1, 'h' FROM generate_series(1, $2::int) AS g",
+            bulk,
+            _BULK,
+        )
+        await conn.execute(
+            "INSERT INTO chunk_embedding (set_id, chunk_id, note_id, text_hash, embedding) "
+            "SELECT $1, id, note_id, 'h', ARRAY[1, ordinal, 0, 1]::real[]::vector "
+            "FROM chunk WHERE note_id = $2",
+            other.id,
+            bulk,
+        )
+    expected = default_ef_search(_BULK + 1)
+    assert expected > 150
+    # Statistics reach other sessions within seconds of the commit, and the service
+    # re-reads a set's size every few seconds: poll, with a generous bound.
+    grown = None
+    for _ in range(240):
+        grown = await find("a sleepy cat", mode=SearchMode.SEMANTIC)
+        if grown.ef_search is not None and grown.ef_search > 150:
+            break
+        await asyncio.sleep(0.5)
+    assert grown is not None
+    assert grown.ef_search is not None
+    assert expected <= grown.ef_search <= default_ef_search(_BULK + 10)
+    assert grown.hits[0].note_id == note  # the same answer, from a longer candidate list
