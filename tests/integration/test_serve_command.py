@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -52,6 +53,9 @@ class Server:
         )
         self.lines: list[str] = []
         self.token = self._read_token()
+        # Keep reading: a server that logs into a full pipe blocks on its next write.
+        self._drain = threading.Thread(target=self._read_rest, daemon=True)
+        self._drain.start()
 
     def _read_token(self) -> str:
         assert self.process.stdout is not None
@@ -60,6 +64,11 @@ class Server:
             if line.startswith("token: "):
                 return line.removeprefix("token: ").strip()
         raise AssertionError("serve printed no token line:\n" + "".join(self.lines))
+
+    def _read_rest(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line)
 
     def graphql(self, query: str, token: str | None = None) -> dict[str, object]:
         response = httpx.post(
@@ -75,9 +84,16 @@ class Server:
 
     def stop(self, sig: signal.Signals) -> int:
         self.process.send_signal(sig)
-        code = self.process.wait(timeout=60)
-        if self.process.stdout:
-            self.process.stdout.close()
+        try:
+            code = self.process.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise
+        finally:
+            self._drain.join(timeout=60)
+            if self.process.stdout:
+                self.process.stdout.close()
         return code
 
 

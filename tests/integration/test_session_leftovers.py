@@ -40,6 +40,7 @@ def _pytest(tmp_path: Path, name: str, source: str) -> subprocess.CompletedProce
     """A pytest session of its own with only the leftovers plugin, on one test file."""
     directory = tmp_path / name
     directory.mkdir()
+    (tmp_path / "sessions").mkdir(exist_ok=True)
     (directory / "pytest.ini").write_text("[pytest]\n")
     (directory / f"test_{name}.py").write_text(source)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -54,8 +55,9 @@ def _pytest(tmp_path: Path, name: str, source: str) -> subprocess.CompletedProce
             "no:cacheprovider",
             "-c",
             str(directory / "pytest.ini"),
+            # Side by side, as pytest numbers its own: a session finds what one before left.
             "--basetemp",
-            str(directory / "tmp"),
+            str(tmp_path / "sessions" / name),
             str(directory),
         ],
         cwd=directory,
@@ -79,7 +81,7 @@ def test_a_server_left_running_fails_the_session_and_is_stopped(tmp_path: Path) 
 def test_a_killed_session_leaves_nothing_past_the_next_one(tmp_path: Path) -> None:
     killed = _pytest(tmp_path, "killed", _DIES.format(starts=_STARTS_REDIS))
     assert killed.returncode == -9, killed.stdout + killed.stderr
-    orphan = server_pids(tmp_path / "killed")["redis-server"]
+    orphan = server_pids(tmp_path / "sessions" / "killed")["redis-server"]
 
     clean = _pytest(tmp_path, "clean", "def test_nothing() -> None:\n    pass\n")
     assert clean.returncode == 0, clean.stdout + clean.stderr
