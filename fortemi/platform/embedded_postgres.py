@@ -150,12 +150,6 @@ class EmbeddedPostgres:
             stop_process(process, "PostgreSQL", _STOP_STEPS)
         (self.pgdata / "postmaster.pid").unlink(missing_ok=True)
 
-    def pid(self) -> int | None:
-        """The running server's pid, or None."""
-        postmaster = self._postmaster()
-        process = None if postmaster is None else self._process(postmaster.pid)
-        return None if process is None else process.pid
-
     def _start(self) -> _Postmaster:
         log.info("starting the embedded PostgreSQL in %s", self.pgdata)
         for attempt in range(1, _START_ATTEMPTS + 1):

