@@ -11,7 +11,8 @@ At the end of the session any such process still running fails the run (exit sta
 each survivor named) and is killed, so that a failure never piles up servers from one run
 to the next. A session that was itself killed cannot check: the next one kills what a
 session no longer running left, known by the mark in its environment or in its temporary
-directory (``MARK_FILE``), or by that directory being gone.
+directory (``MARK_FILE``). Nothing else is touched: a process without a mark is another
+tool's, or another checkout's, to stop.
 """
 
 from __future__ import annotations
@@ -87,13 +88,9 @@ def _orphaned(seen: _Seen, root: Path) -> bool:
     directory = _session_dir(seen.where, root)
     if directory is None:
         return False
-    if not directory.exists():
-        # pytest removes a session's directory only once that session has ended; below
-        # its own layout (pytest-of-<user>/pytest-<n>) nothing else is assumed ours.
-        return root.name.startswith("pytest-of-")
     try:
         mark = (directory / MARK_FILE).read_text()
-    except OSError:  # a session without this plugin: not ours to judge
+    except OSError:  # a session without this plugin, or its directory gone: not ours
         return False
     return not _session_running(mark)
 
