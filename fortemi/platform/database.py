@@ -21,7 +21,14 @@ import asyncpg
 
 from fortemi.platform.errors import BadUserInput, Conflict, NotFound, Unavailable
 
-__all__ = ["SCHEMA_PREFIX", "Connection", "Database", "memory_schema", "validate_memory_name"]
+__all__ = [
+    "SCHEMA_PREFIX",
+    "Connection",
+    "Database",
+    "memory_schema",
+    "set_local",
+    "validate_memory_name",
+]
 
 log = logging.getLogger(__name__)
 
@@ -170,6 +177,15 @@ class Database:
 
     def stats(self) -> Mapping[str, int]:
         return {"size": self._pool.get_size(), "idle": self._pool.get_idle_size()}
+
+
+async def set_local(conn: Connection, name: str, value: int) -> None:
+    """Change an integer setting for the rest of ``conn``'s transaction (``SET LOCAL``),
+    as ``memory_transaction(local=...)`` does at its start; the same checks apply. Never
+    ``search_path``: only the choke point sets that."""
+    if not _SETTING_NAME.fullmatch(name) or type(value) is not int or name == "search_path":
+        raise ValueError(f"not a setting this transaction can take: {name}={value!r}")
+    await conn.execute("SELECT set_config($1, $2, true)", name, str(value))
 
 
 def _isolation(level: str) -> str:

@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fortemi.inference import InferenceBackend, InferenceError
-from fortemi.platform.database import Connection, Database
+from fortemi.platform.database import Connection, Database, set_local
 from fortemi.platform.errors import BadUserInput
 from fortemi.platform.notes.models import Note, NoteFilter, NoteVisibility
 from fortemi.platform.notes.repository import NoteRepository, note_filter_where
@@ -417,7 +417,7 @@ class SearchService:
         chosen, size = known
         ef = max(ask.ef if ask.ef is not None else default_ef_search(size), chunks)
         if ef != ask.started_ef:
-            await conn.execute("SELECT set_config('hnsw.ef_search', $1, true)", str(ef))
+            await set_local(conn, "hnsw.ef_search", ef)
         self._last_ef[memory] = ef
         used_ef.append(ef)
         literal = vector_literal(ask.vector)

@@ -38,7 +38,9 @@ async def test_the_default_ef_search_follows_the_size_of_the_embedding_set(
         )
         await conn.execute(
             "INSERT INTO chunk_embedding (set_id, chunk_id, note_id, text_hash, embedding) "
-            "SELECT $1, id, note_id, 'h', ARRAY[1, ordinal, 0, 1]::real[]::vector "
+            # Spread vectors: near-parallel ones make every HNSW insert search a long way.
+            "SELECT $1, id, note_id, 'h', "
+            "ARRAY[random() - 0.5, random() - 0.5, random() - 0.5, 1]::real[]::vector "
             "FROM chunk WHERE note_id = $2",
             other.id,
             bulk,
