@@ -56,9 +56,12 @@ def _session_running(mark: str) -> bool:
 
 
 def _processes() -> list[_Seen]:
+    # This process and the ones that started it (a shell, `timeout`, make) are never
+    # leftovers, even when their command line names the base temporary directory.
+    ours = {os.getpid(), *(parent.pid for parent in psutil.Process().parents())}
     seen = []
     for process in psutil.process_iter():
-        if process.pid == os.getpid():
+        if process.pid in ours:
             continue
         try:
             if process.status() == psutil.STATUS_ZOMBIE:
