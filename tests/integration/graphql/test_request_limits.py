@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
 import json
-import socket
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
@@ -21,32 +16,12 @@ from fortemi.app import create_app
 from fortemi.platform.settings import Settings
 from fortemi.runtime import Runtime
 from tests.integration.graphql.conftest import GraphQLCall, error_codes
+from tests.support.live import serve
 
 
 def _app(runtime: Runtime, **limits: Any) -> Starlette:
     settings = runtime.settings.model_copy(update=limits)
     return create_app(dataclasses.replace(runtime, settings=settings))
-
-
-@contextlib.asynccontextmanager
-async def _served(app: Starlette) -> AsyncIterator[str]:
-    """``app`` under uvicorn on a loopback port, with uvicorn's own limits left at default."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="off", log_level="warning")
-    server = uvicorn.Server(config)
-    server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign]
-    task = asyncio.create_task(server.serve())
-    try:
-        while not server.started:
-            if task.done():
-                task.result()
-            await asyncio.sleep(0.02)
-        yield f"127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task
 
 
 async def test_thirty_aliased_pages_of_content_are_refused_before_execution(
@@ -108,7 +83,7 @@ async def test_a_websocket_message_over_the_limit_closes_the_socket(
 ) -> None:
     # uvicorn's own frame limit (16 MiB by default) is far above: the app's check acts.
     app = _app(runtime, max_ws_message_bytes=64 * 1024)
-    async with _served(app) as address:
+    async with serve(app) as address:
         url = f"ws://{address}/graphql"
         init = {"authorization": f"Bearer {user_token}"}
         async with connect(url, subprotocols=["graphql-transport-ws"]) as ws:  # type: ignore[list-item]
