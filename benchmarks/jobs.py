@@ -55,13 +55,13 @@ from benchmarks._common import (
 from fortemi.platform.database import Database
 from fortemi.platform.embedded import ServiceUrls
 from fortemi.platform.events import EventBus
+from fortemi.platform.jobs.events import JobEventPublisher
+from fortemi.platform.jobs.models import HandlerContext, Job, JobOutcome, JobSpec, JobType, Tier
+from fortemi.platform.jobs.registry import JobRegistry
+from fortemi.platform.jobs.service import JobService
 from fortemi.platform.migrations import Migrations
 from fortemi.workers.broker import build_broker
 from fortemi.workers.dispatch import JobDispatcher, dispatch
-from fortemi.workers.jobs.events import JobEventPublisher
-from fortemi.workers.jobs.models import HandlerContext, Job, JobOutcome, JobSpec, JobType, Tier
-from fortemi.workers.jobs.registry import JobRegistry
-from fortemi.workers.jobs.service import JobService
 from fortemi.workers.pool import WorkerPool
 from fortemi.workers.runtime import WorkerConfig
 

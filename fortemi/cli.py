@@ -99,10 +99,10 @@ async def _serve_async(settings: Settings, urls: Any, *, workers: bool) -> None:
     import uvicorn
 
     from fortemi.app import create_app
-    from fortemi.runtime import Runtime
-    from fortemi.workers.jobs.models import Tier
+    from fortemi.platform.jobs.models import Tier
+    from fortemi.runtime import Runtime, job_registry
     from fortemi.workers.pool import WorkerPool
-    from fortemi.workers.runtime import WorkerConfig, builtin_registry
+    from fortemi.workers.runtime import WorkerConfig
 
     runtime = await Runtime.open(settings, urls)
     pool: WorkerPool | None = None
@@ -119,7 +119,7 @@ async def _serve_async(settings: Settings, urls: Any, *, workers: bool) -> None:
                     settings,
                     urls.database,
                     redis_url=urls.redis,
-                    registry=builtin_registry(settings, backend=shared),
+                    registry=job_registry(settings, backend=shared),
                 ),
             )
             await asyncio.to_thread(pool.start, list(Tier), settings.worker_threads)
@@ -188,21 +188,32 @@ def _token_command(settings: Settings) -> str:
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from fortemi.workers.jobs.models import Tier
+    from fortemi.platform.jobs.models import Tier
+    from fortemi.runtime import job_registry
     from fortemi.workers.pool import run_worker_process
 
     settings = _settings()
     _logging(settings)
     tiers = [Tier(tier) for tier in (args.tier or [t.value for t in Tier])]
     if args.metrics_port is None:
-        return run_worker_process(settings, tiers, args.threads or settings.worker_threads)
+        return run_worker_process(
+            settings,
+            tiers,
+            args.threads or settings.worker_threads,
+            registry=job_registry(settings),
+        )
     from prometheus_client import start_http_server
 
     # This process's job runs (fortemi_job_run_*) for a scraper; live job counts come from
     # the API's /metrics, which reads them from PostgreSQL.
     server, thread = start_http_server(args.metrics_port, addr=settings.host)
     try:
-        return run_worker_process(settings, tiers, args.threads or settings.worker_threads)
+        return run_worker_process(
+            settings,
+            tiers,
+            args.threads or settings.worker_threads,
+            registry=job_registry(settings),
+        )
     finally:
         server.shutdown()
         thread.join()

@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from fortemi.platform.jobs.models import JobStatus, Tier
 from fortemi.platform.metrics import (
     CONTENT_TYPE,
     EMBEDDING_BACKLOG,
@@ -27,7 +28,6 @@ from fortemi.platform.metrics import (
 )
 from fortemi.retrieval.indexing import EMBEDDING
 from fortemi.runtime import Runtime
-from fortemi.workers.jobs.models import JobStatus, Tier
 
 __all__ = ["RequestMetrics", "metrics_endpoint"]
 

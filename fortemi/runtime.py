@@ -21,7 +21,7 @@ from starlette.applications import Starlette
 
 from fortemi.auth import build_token_validator
 from fortemi.auth.access import Authorizer
-from fortemi.auth.audit import AuditEntry, AuditKeyring, AuditWriter
+from fortemi.auth.audit import AUDIT_CHANNEL, AuditEntry, AuditKeyring, AuditWriter
 from fortemi.auth.audit.export import to_row
 from fortemi.auth.local_issuer import LocalIssuer
 from fortemi.auth.policy import (
@@ -36,32 +36,72 @@ from fortemi.inference import InferenceBackend, build_backend
 from fortemi.platform.database import Database
 from fortemi.platform.embedded import ServiceUrls
 from fortemi.platform.events import EventBus
+from fortemi.platform.jobs.events import JobEventPublisher
+from fortemi.platform.jobs.models import Job
+from fortemi.platform.jobs.registry import JobRegistry
+from fortemi.platform.jobs.service import JobService
 from fortemi.platform.memories import MemoryService
 from fortemi.platform.memories.service import DEFAULT_MEMORY
 from fortemi.platform.migrations import Migrations
 from fortemi.platform.notes import NoteService
+from fortemi.platform.notes.jobs import purge_note_type
 from fortemi.platform.sealing import SecretBox
 from fortemi.platform.settings import Settings
-from fortemi.retrieval.indexing import EmbeddingEnqueuer
+from fortemi.retrieval.indexing import (
+    Chunking,
+    EmbeddingEnqueuer,
+    embedding_job_type,
+    embedding_tier,
+)
 from fortemi.retrieval.search import SearchService
+from fortemi.webhooks.delivery import DeliverySettings, webhook_delivery_type
 from fortemi.webhooks.fanout import WebhookFanout
 from fortemi.webhooks.service import WebhookService
 from fortemi.webhooks.targets import TargetPolicy
 from fortemi.workers.broker import build_broker
 from fortemi.workers.dispatch import JobDispatcher
 from fortemi.workers.dispatch import dispatch as dispatch_jobs
-from fortemi.workers.jobs.events import JobEventPublisher
-from fortemi.workers.jobs.models import Job
-from fortemi.workers.jobs.service import JobService
 from fortemi.workers.loops import relay_once
-from fortemi.workers.runtime import builtin_registry, embedding_tier
+from fortemi.workers.runtime import RegistryFactory
 
-__all__ = ["Runtime"]
+__all__ = ["Runtime", "job_registry"]
 
 log = logging.getLogger(__name__)
 
 
-AUDIT_CHANNEL = "fortemi:audit-events"
+def job_registry(settings: Settings, *, backend: InferenceBackend | None = None) -> RegistryFactory:
+    """Every feature's job types, with services built on the worker's own database.
+
+    Each feature declares its job types in its own package; this is the one place that
+    registers them, so workers run them without knowing any by name. ``backend`` embeds
+    for the ``Embedding`` job; by default one is built per registry (remote clients belong
+    to the event loop that made them, and each worker has its own).
+    """
+    box = SecretBox.from_settings(settings)
+    chunking = Chunking(
+        size=settings.chunk_size, overlap=settings.chunk_overlap, batch=settings.embed_batch_size
+    )
+    delivery = DeliverySettings(
+        policy=TargetPolicy.from_cidrs(settings.webhook_allowed_networks),
+        timeout_seconds=settings.webhook_timeout_seconds,
+        max_attempts=settings.webhook_max_attempts,
+    )
+
+    def factory(db: Database) -> JobRegistry:
+        notes = NoteService(
+            db,
+            max_note_bytes=settings.max_note_bytes,
+            max_page_size=settings.max_page_size,
+            max_upsert_batch=settings.max_upsert_batch,
+        )
+        embedder = backend or build_backend(settings)
+        registry = JobRegistry()
+        registry.register(purge_note_type(notes))
+        registry.register(webhook_delivery_type(db, box, delivery))
+        registry.register(embedding_job_type(db, embedder, chunking, tier=embedding_tier(embedder)))
+        return registry
+
+    return factory
 
 
 @dataclass
@@ -158,7 +198,7 @@ class Runtime:
         events = EventBus(broker)
         backend = build_backend(settings)  # loads or connects on first use only
         jobs = JobService(
-            db, builtin_registry(settings, backend=backend)(db), events=JobEventPublisher(events)
+            db, job_registry(settings, backend=backend)(db), events=JobEventPublisher(events)
         )
         dispatcher = JobDispatcher(broker_for_jobs)
 

@@ -24,7 +24,6 @@ from fortemi.auth.decision import Action, Resource
 from fortemi.graphql.context import Info
 from fortemi.graphql.reauthorization import Reauthorized
 from fortemi.graphql.subscriptions import until_token_expires
-from fortemi.runtime import AUDIT_CHANNEL
 
 __all__ = ["AuditQuery", "AuditSubscription"]
 
@@ -237,7 +236,7 @@ class AuditSubscription:
         await access.current()
         wanted = filter or AuditFilter()
         pubsub = info.context.runtime.redis.pubsub()
-        await pubsub.subscribe(AUDIT_CHANNEL)
+        await pubsub.subscribe(log.AUDIT_CHANNEL)
         try:
             async for _, message in access.watch(until_token_expires(info, pubsub.listen())):
                 if message.get("type") != "message":
@@ -246,5 +245,5 @@ class AuditSubscription:
                 if wanted.matches(row):
                     yield AuditEntry.from_row(row)
         finally:
-            await pubsub.unsubscribe(AUDIT_CHANNEL)
+            await pubsub.unsubscribe(log.AUDIT_CHANNEL)
             await pubsub.aclose()  # type: ignore[no-untyped-call]  # redis-py is untyped here

@@ -25,7 +25,7 @@ from fortemi.graphql.subscriptions import until_token_expires
 from fortemi.platform import events as bus
 from fortemi.platform.errors import BadUserInput
 from fortemi.platform.ids import parse_id, to_global_id
-from fortemi.workers.jobs.events import JOB_EVENT_TYPES
+from fortemi.platform.jobs.events import JOB_EVENT_TYPES
 
 __all__ = ["EventSubscription"]
 

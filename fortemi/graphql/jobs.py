@@ -26,9 +26,9 @@ from fortemi.graphql.context import Info
 from fortemi.platform import events as bus
 from fortemi.platform.errors import BadUserInput, NotFound
 from fortemi.platform.ids import parse_id, parse_note_id, to_global_id
-from fortemi.workers.jobs.models import Job as JobModel
-from fortemi.workers.jobs.models import JobSpec, JobStatus, Tier
-from fortemi.workers.jobs.service import JobFilter as JobFilterModel
+from fortemi.platform.jobs.models import Job as JobModel
+from fortemi.platform.jobs.models import JobSpec, JobStatus, Tier
+from fortemi.platform.jobs.service import JobFilter as JobFilterModel
 
 __all__ = ["JobMutation", "JobQuery", "may_see_internals", "visible_job", "without_internals"]
 

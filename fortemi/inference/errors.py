@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from fortemi.platform.errors import FortemiError
-from fortemi.workers.jobs.models import FailureClass, JobOutcome
+from fortemi.platform.jobs.models import FailureClass, JobOutcome
 
 __all__ = [
     "InferenceError",

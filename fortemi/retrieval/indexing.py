@@ -26,14 +26,26 @@ import numpy.typing as npt
 
 from fortemi.inference import InferenceBackend, InferenceError, outcome_for
 from fortemi.platform.database import Connection, Database
+from fortemi.platform.jobs.models import HandlerContext, Job, JobOutcome, JobSpec, JobType, Tier
+from fortemi.platform.jobs.service import JobService
 from fortemi.retrieval.chunking import chunk_text
 from fortemi.retrieval.sets import EmbeddingSets, composition_for, vector_literal
-from fortemi.workers.jobs.models import HandlerContext, Job, JobOutcome, JobSpec, JobType, Tier
-from fortemi.workers.jobs.service import JobService
 
-__all__ = ["EMBEDDING", "Chunking", "EmbeddingEnqueuer", "embedding_job_type"]
+__all__ = [
+    "EMBEDDING",
+    "Chunking",
+    "EmbeddingEnqueuer",
+    "embedding_job_type",
+    "embedding_tier",
+]
 
 EMBEDDING = "Embedding"
+
+
+def embedding_tier(backend: InferenceBackend) -> Tier:
+    """Where embedding runs: the local CPU model on the cpu tier, a model server's work on
+    the fast GPU tier (whose workers are the ones placed near it)."""
+    return Tier.CPU if backend.name == "local" else Tier.FAST_GPU
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from fortemi.platform.database import Database
+from fortemi.platform.jobs.models import FailureClass, HandlerContext, JobOutcome, JobType, Tier
 from fortemi.platform.sealing import SealingError, SecretBox
 from fortemi.webhooks.models import Attempt
 from fortemi.webhooks.repository import WebhookRepository
@@ -24,7 +25,6 @@ from fortemi.webhooks.service import WEBHOOK_DELIVERY
 from fortemi.webhooks.signing import signature_headers
 from fortemi.webhooks.targets import TargetPolicy
 from fortemi.webhooks.transport import DeliveryResult, deliver, new_client
-from fortemi.workers.jobs.models import FailureClass, HandlerContext, JobOutcome, JobType, Tier
 
 __all__ = ["EVENT_HEADER", "DeliverySettings", "webhook_delivery_type"]
 

@@ -25,8 +25,8 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from fortemi.platform.errors import Unavailable
 from fortemi.platform.events import STREAM, Event
+from fortemi.platform.jobs.models import Job
 from fortemi.webhooks.service import WebhookService
-from fortemi.workers.jobs.models import Job
 
 __all__ = ["GROUP", "WebhookFanout"]
 

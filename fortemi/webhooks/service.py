@@ -20,6 +20,8 @@ from uuid import UUID, uuid4
 from fortemi.platform.database import Connection, Database
 from fortemi.platform.errors import BadUserInput, NotFound
 from fortemi.platform.events import Event
+from fortemi.platform.jobs.models import Job, JobSpec
+from fortemi.platform.jobs.service import JobService
 from fortemi.platform.sealing import SecretBox
 from fortemi.platform.sql import KeysetCursor
 from fortemi.webhooks.models import (
@@ -32,8 +34,6 @@ from fortemi.webhooks.models import (
 from fortemi.webhooks.repository import WebhookRepository
 from fortemi.webhooks.signing import new_secret
 from fortemi.webhooks.targets import TargetPolicy, check_url, resolve
-from fortemi.workers.jobs.models import Job, JobSpec
-from fortemi.workers.jobs.service import JobService
 
 __all__ = ["WEBHOOK_DELIVERY", "DeliveryPage", "WebhookService", "is_delivery_event"]
 

@@ -26,7 +26,7 @@ import dramatiq
 from dramatiq.brokers.redis import RedisBroker
 from dramatiq.middleware import Middleware, Retries
 
-from fortemi.workers.jobs.models import Tier
+from fortemi.platform.jobs.models import Tier
 
 __all__ = [
     "DEFAULT_NAMESPACE",

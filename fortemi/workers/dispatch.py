@@ -24,9 +24,9 @@ import dramatiq
 import redis
 
 from fortemi.platform.errors import Unavailable
+from fortemi.platform.jobs.models import Job, JobStatus, Tier
+from fortemi.platform.jobs.service import JobService
 from fortemi.workers.broker import wake_actor
-from fortemi.workers.jobs.models import Job, JobStatus, Tier
-from fortemi.workers.jobs.service import JobService
 
 __all__ = ["MAX_DELAY", "JobDispatcher", "dispatch"]
 

@@ -22,9 +22,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from uuid import UUID
 
-from fortemi.platform.metrics import JOB_SECONDS, JOBS_FINISHED
-from fortemi.workers.dispatch import JobDispatcher, dispatch
-from fortemi.workers.jobs.models import (
+from fortemi.platform.jobs.models import (
     NEXT_TIER,
     FailureClass,
     HandlerContext,
@@ -34,8 +32,10 @@ from fortemi.workers.jobs.models import (
     JobStatus,
     Tier,
 )
-from fortemi.workers.jobs.registry import JobRegistry
-from fortemi.workers.jobs.service import JobService
+from fortemi.platform.jobs.registry import JobRegistry
+from fortemi.platform.jobs.service import JobService
+from fortemi.platform.metrics import JOB_SECONDS, JOBS_FINISHED
+from fortemi.workers.dispatch import JobDispatcher, dispatch
 
 __all__ = ["CLAIM_ORDER", "JobExecutor"]
 

@@ -12,9 +12,9 @@ import asyncio
 import contextlib
 import logging
 
+from fortemi.platform.jobs.models import JobStatus
+from fortemi.platform.jobs.service import JobService
 from fortemi.workers.dispatch import JobDispatcher, dispatch
-from fortemi.workers.jobs.models import JobStatus
-from fortemi.workers.jobs.service import JobService
 
 __all__ = ["MaintenanceLoop", "reap_once", "relay_once"]
 

@@ -24,11 +24,11 @@ from dramatiq.middleware import Middleware
 
 from fortemi.platform.database import Database
 from fortemi.platform.embedded import EmbeddedServices
+from fortemi.platform.jobs.backoff import Backoff
+from fortemi.platform.jobs.models import Tier
 from fortemi.platform.migrations import Migrations
 from fortemi.platform.settings import Settings
 from fortemi.workers.broker import DEFAULT_NAMESPACE, WakeReceiver, build_broker, queue_name
-from fortemi.workers.jobs.backoff import Backoff
-from fortemi.workers.jobs.models import Tier
 from fortemi.workers.runtime import (
     JobRuntime,
     RegistryFactory,
@@ -121,7 +121,7 @@ def run_worker_process(
     tiers: Sequence[Tier],
     threads: int,
     *,
-    registry: RegistryFactory | None = None,
+    registry: RegistryFactory,
     warmers: Mapping[Tier, Warmer] | None = None,
     lease_seconds: float | None = None,
     backoff: Backoff | None = None,
@@ -136,7 +136,7 @@ def run_worker_process(
     directory when the settings leave them unconfigured), applies the shared migrations,
     and stops cleanly on a signal: no new claims, running jobs get ``grace_seconds``.
     Call from the main thread (it installs signal handlers). Returns the exit status.
-    ``registry`` defaults to the built-in job types (:func:`builtin_registry`).
+    ``registry`` builds the job types it runs (:func:`fortemi.runtime.job_registry`).
     """
     stop = threading.Event()
     _stop_on_signals(stop)

@@ -35,24 +35,17 @@ import dramatiq
 import redis.asyncio as redis
 from dramatiq.middleware import MiddlewareError
 
-from fortemi.inference import InferenceBackend, build_backend
 from fortemi.platform.database import Database
 from fortemi.platform.events import EventBus
-from fortemi.platform.notes import NoteService
-from fortemi.platform.sealing import SecretBox
+from fortemi.platform.jobs.backoff import Backoff
+from fortemi.platform.jobs.events import JobEventPublisher
+from fortemi.platform.jobs.models import Tier
+from fortemi.platform.jobs.registry import JobRegistry
+from fortemi.platform.jobs.service import JobService
 from fortemi.platform.settings import Settings
-from fortemi.retrieval.indexing import Chunking, embedding_job_type
-from fortemi.webhooks.delivery import DeliverySettings, webhook_delivery_type
-from fortemi.webhooks.targets import TargetPolicy
 from fortemi.workers.broker import WakeReceiver
 from fortemi.workers.dispatch import JobDispatcher
 from fortemi.workers.executor import JobExecutor
-from fortemi.workers.handlers import default_registry
-from fortemi.workers.jobs.backoff import Backoff
-from fortemi.workers.jobs.events import JobEventPublisher
-from fortemi.workers.jobs.models import Tier
-from fortemi.workers.jobs.registry import JobRegistry
-from fortemi.workers.jobs.service import JobService
 from fortemi.workers.loops import DEFAULT_RESEND_AFTER_SECONDS, MaintenanceLoop
 
 __all__ = [
@@ -61,8 +54,6 @@ __all__ = [
     "Warmer",
     "WorkerBootError",
     "WorkerConfig",
-    "builtin_registry",
-    "embedding_tier",
 ]
 
 log = logging.getLogger(__name__)
@@ -79,47 +70,6 @@ RegistryFactory = Callable[[Database], JobRegistry]
 class WorkerBootError(MiddlewareError):
     """The worker could not start (database, warm-up). A MiddlewareError, so Dramatiq lets
     it propagate out of ``Worker.start`` instead of logging it and consuming anyway."""
-
-
-def embedding_tier(backend: InferenceBackend) -> Tier:
-    """Where embedding runs: the local CPU model on the cpu tier, a model server's work on
-    the fast GPU tier (whose workers are the ones placed near it)."""
-    return Tier.CPU if backend.name == "local" else Tier.FAST_GPU
-
-
-def builtin_registry(
-    settings: Settings, *, backend: InferenceBackend | None = None
-) -> RegistryFactory:
-    """The built-in job types, with services built on the worker's own database.
-
-    ``backend`` embeds for the ``Embedding`` job; by default one is built per registry
-    (remote clients belong to the event loop that made them, and each worker has its own).
-    """
-    box = SecretBox.from_settings(settings)
-    chunking = Chunking(
-        size=settings.chunk_size, overlap=settings.chunk_overlap, batch=settings.embed_batch_size
-    )
-    delivery = DeliverySettings(
-        policy=TargetPolicy.from_cidrs(settings.webhook_allowed_networks),
-        timeout_seconds=settings.webhook_timeout_seconds,
-        max_attempts=settings.webhook_max_attempts,
-    )
-
-    def factory(db: Database) -> JobRegistry:
-        registry = default_registry(
-            NoteService(
-                db,
-                max_note_bytes=settings.max_note_bytes,
-                max_page_size=settings.max_page_size,
-                max_upsert_batch=settings.max_upsert_batch,
-            )
-        )
-        registry.register(webhook_delivery_type(db, box, delivery))
-        embedder = backend or build_backend(settings)
-        registry.register(embedding_job_type(db, embedder, chunking, tier=embedding_tier(embedder)))
-        return registry
-
-    return factory
 
 
 @dataclass(frozen=True)
@@ -156,10 +106,12 @@ class WorkerConfig:
         settings: Settings,
         database_url: str,
         *,
-        registry: RegistryFactory | None = None,
+        registry: RegistryFactory,
         **overrides: Any,
     ) -> WorkerConfig:
-        """The config for ``settings``; ``overrides`` set any other field by name."""
+        """The config for ``settings`` running ``registry``'s job types (the composition
+        root assembles it: :func:`fortemi.runtime.job_registry`); ``overrides`` set any
+        other field by name."""
         fields: dict[str, Any] = {
             "statement_timeout_ms": settings.db_statement_timeout_ms,
             "lease_seconds": settings.worker_lease_seconds,
@@ -170,7 +122,7 @@ class WorkerConfig:
         }
         return cls(
             database_url=database_url,
-            registry=registry or builtin_registry(settings),
+            registry=registry,
             **{**fields, **overrides},
         )
 

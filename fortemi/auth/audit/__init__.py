@@ -23,9 +23,10 @@ from fortemi.auth.audit.models import (
 )
 from fortemi.auth.audit.repository import list_entries, stats
 from fortemi.auth.audit.verify import verify
-from fortemi.auth.audit.writer import AuditWriter
+from fortemi.auth.audit.writer import AUDIT_CHANNEL, AuditWriter
 
 __all__ = [
+    "AUDIT_CHANNEL",
     "AuditBucket",
     "AuditEntry",
     "AuditFilter",

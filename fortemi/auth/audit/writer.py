@@ -45,7 +45,11 @@ from fortemi.platform.database import Connection, Database
 from fortemi.platform.errors import Unavailable
 from fortemi.platform.metrics import AUDIT_WRITE_SECONDS
 
-__all__ = ["REFUSED", "AuditWriter", "OnCommitted", "default_segment"]
+__all__ = ["AUDIT_CHANNEL", "REFUSED", "AuditWriter", "OnCommitted", "default_segment"]
+
+# Where committed entries are announced (one JSON row per message) for auditEvents
+# subscriptions; the log itself is the record.
+AUDIT_CHANNEL = "fortemi:audit-events"
 
 log = logging.getLogger(__name__)
 

@@ -21,11 +21,11 @@ from starlette.routing import Route
 
 from fortemi.platform.embedded import ServiceUrls
 from fortemi.platform.ids import parse_id
+from fortemi.platform.jobs.backoff import Backoff
+from fortemi.platform.jobs.models import FailureClass, Tier
 from fortemi.platform.settings import Settings
 from fortemi.runtime import Runtime
 from fortemi.webhooks.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
-from fortemi.workers.jobs.backoff import Backoff
-from fortemi.workers.jobs.models import FailureClass, Tier
 from fortemi.workers.pool import WorkerPool
 from fortemi.workers.runtime import WorkerConfig
 from tests.integration.graphql.conftest import GraphQLCall, _free_port, error_codes

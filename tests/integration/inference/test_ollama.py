@@ -18,7 +18,7 @@ from fortemi.inference import (
     OllamaBackend,
     outcome_for,
 )
-from fortemi.workers.jobs.models import FailureClass
+from fortemi.platform.jobs.models import FailureClass
 from tests.support.ollama_double import OllamaDouble, double_vector
 
 Operation = Callable[[OllamaBackend, str], Awaitable[object]]

@@ -17,7 +17,7 @@ from fortemi.inference import (
     OpenAICompatibleBackend,
     outcome_for,
 )
-from fortemi.workers.jobs.models import FailureClass
+from fortemi.platform.jobs.models import FailureClass
 from tests.support.ollama_double import double_vector
 from tests.support.openai_double import OpenAIDouble
 

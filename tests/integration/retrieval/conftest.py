@@ -13,10 +13,10 @@ import pytest
 from fortemi.inference import LocalEmbeddingBackend
 from fortemi.platform.database import Database
 from fortemi.platform.events import Event
+from fortemi.platform.jobs.models import HandlerContext, Job, JobOutcome, JobStatus, Tier
 from fortemi.platform.notes import NoteDraft, NoteService
 from fortemi.retrieval.indexing import EMBEDDING, Chunking, embedding_job_type
 from fortemi.retrieval.search import Scope, SearchOutcome, SearchRequest, SearchService
-from fortemi.workers.jobs.models import HandlerContext, Job, JobOutcome, JobStatus, Tier
 
 Write = Callable[..., Awaitable[UUID]]
 Search = Callable[..., Awaitable[SearchOutcome]]

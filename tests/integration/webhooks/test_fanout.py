@@ -12,14 +12,14 @@ import redis.asyncio as redis
 from fortemi.platform.database import Database
 from fortemi.platform.embedded import ServiceUrls
 from fortemi.platform.events import Event, EventBus
+from fortemi.platform.jobs.models import Job
+from fortemi.platform.jobs.service import JobService
 from fortemi.platform.sealing import SecretBox
 from fortemi.platform.settings import Settings
+from fortemi.runtime import job_registry
 from fortemi.webhooks.fanout import WebhookFanout
 from fortemi.webhooks.service import WebhookService
 from fortemi.webhooks.targets import TargetPolicy
-from fortemi.workers.jobs.models import Job
-from fortemi.workers.jobs.service import JobService
-from fortemi.workers.runtime import builtin_registry
 
 
 @pytest.fixture
@@ -31,7 +31,7 @@ async def client(service_urls: ServiceUrls) -> AsyncIterator[redis.Redis]:
 
 @pytest.fixture
 def webhooks(db: Database, settings: Settings) -> WebhookService:
-    jobs = JobService(db, builtin_registry(settings)(db))
+    jobs = JobService(db, job_registry(settings)(db))
     return WebhookService(
         db, SecretBox.from_settings(settings), jobs, policy=TargetPolicy.from_cidrs(["127.0.0.0/8"])
     )
@@ -106,7 +106,7 @@ async def test_an_event_the_fanout_cannot_handle_is_skipped_and_the_rest_deliver
     client: redis.Redis, db: Database, settings: Settings, memory: str
 ) -> None:
     stream = f"test:fanout:{uuid.uuid4().hex}"
-    jobs = JobService(db, builtin_registry(settings)(db))
+    jobs = JobService(db, job_registry(settings)(db))
     choking = _Choking(
         db, SecretBox.from_settings(settings), jobs, policy=TargetPolicy.from_cidrs(["127.0.0.0/8"])
     )

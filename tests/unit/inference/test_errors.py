@@ -17,7 +17,7 @@ from fortemi.inference import (
 )
 from fortemi.inference._http import detail_of, error_for_status, error_for_transport, retry_after
 from fortemi.platform.errors import FortemiError
-from fortemi.workers.jobs.models import FailureClass
+from fortemi.platform.jobs.models import FailureClass
 
 
 @pytest.mark.parametrize(

@@ -26,13 +26,13 @@ from dramatiq.brokers.redis import RedisBroker
 
 from fortemi.platform.database import Database
 from fortemi.platform.embedded import ServiceUrls
+from fortemi.platform.jobs.backoff import Backoff
+from fortemi.platform.jobs.models import FailureClass, Job, JobSpec, JobStatus, Tier
+from fortemi.platform.jobs.service import JobService
 from fortemi.platform.memories import MemoryService
 from fortemi.platform.migrations import Migrations
 from fortemi.workers.broker import build_broker
 from fortemi.workers.dispatch import JobDispatcher, dispatch
-from fortemi.workers.jobs.backoff import Backoff
-from fortemi.workers.jobs.models import FailureClass, Job, JobSpec, JobStatus, Tier
-from fortemi.workers.jobs.service import JobService
 from fortemi.workers.pool import WorkerPool
 from fortemi.workers.runtime import WorkerConfig
 from tests.integration.workers.runtime.jobtypes import DDL, build_registry

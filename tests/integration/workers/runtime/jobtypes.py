@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterable
 from uuid import UUID
 
 from fortemi.platform.database import Database
+from fortemi.platform.jobs.models import Handler, HandlerContext, JobOutcome, JobSpec, JobType, Tier
+from fortemi.platform.jobs.registry import JobRegistry
 from fortemi.platform.notes import NoteService
-from fortemi.workers.handlers import default_registry
-from fortemi.workers.jobs.models import Handler, HandlerContext, JobOutcome, JobSpec, JobType, Tier
-from fortemi.workers.jobs.registry import JobRegistry
+from fortemi.platform.notes.jobs import purge_note_type
 
 DDL = """
 CREATE SCHEMA IF NOT EXISTS worker_test;
@@ -196,8 +196,11 @@ _TYPES: dict[str, tuple[Tier, int, int, Callable[[Database], Handler]]] = {
 
 def build_registry(db: Database, *, without: Iterable[str] = ()) -> JobRegistry:
     """The built-in types (PurgeNote) plus every test type, minus ``without``."""
-    registry = default_registry(
-        NoteService(db, max_note_bytes=MAX_NOTE_BYTES, max_page_size=50, max_upsert_batch=10)
+    registry = JobRegistry()
+    registry.register(
+        purge_note_type(
+            NoteService(db, max_note_bytes=MAX_NOTE_BYTES, max_page_size=50, max_upsert_batch=10)
+        )
     )
     skip = set(without)
     for name, (tier, priority, attempts, factory) in _TYPES.items():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dramatiq.brokers.redis import RedisBroker
 
-from fortemi.workers.jobs.models import JobStatus, Tier
+from fortemi.platform.jobs.models import JobStatus, Tier
 from tests.integration.workers.runtime import jobtypes
 from tests.integration.workers.runtime.conftest import Jobs, Pools, drained, eventually
 

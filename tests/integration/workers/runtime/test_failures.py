@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fortemi.workers.jobs.models import FailureClass, JobStatus
+from fortemi.platform.jobs.models import FailureClass, JobStatus
 from tests.integration.workers.runtime import jobtypes
 from tests.integration.workers.runtime.conftest import Jobs, Pools
 

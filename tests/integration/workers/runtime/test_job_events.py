@@ -13,10 +13,10 @@ from fortemi.platform.database import Database
 from fortemi.platform.embedded import ServiceUrls
 from fortemi.platform.events import Event, EventBus
 from fortemi.platform.ids import to_global_id
+from fortemi.platform.jobs.events import JobEventPublisher
+from fortemi.platform.jobs.models import JobStatus, Tier
+from fortemi.platform.jobs.service import JobService
 from fortemi.workers.dispatch import JobDispatcher
-from fortemi.workers.jobs.events import JobEventPublisher
-from fortemi.workers.jobs.models import JobStatus, Tier
-from fortemi.workers.jobs.service import JobService
 from tests.integration.workers.runtime.conftest import (
     FAST_BACKOFF,
     Jobs,

@@ -8,8 +8,8 @@ import asyncpg
 import pytest
 from dramatiq.brokers.redis import RedisBroker
 
+from fortemi.platform.jobs.models import FailureClass, JobStatus, Tier
 from fortemi.workers.broker import WakeReceiver
-from fortemi.workers.jobs.models import FailureClass, JobStatus, Tier
 from fortemi.workers.runtime import WorkerBootError
 from tests.integration.workers.runtime import jobtypes
 from tests.integration.workers.runtime.conftest import Jobs, Pools, eventually

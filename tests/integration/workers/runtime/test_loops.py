@@ -7,10 +7,10 @@ import asyncio
 from dramatiq.brokers.redis import RedisBroker
 
 from fortemi.platform.database import Database
+from fortemi.platform.jobs.models import FailureClass, JobOutcome, JobStatus, Tier
+from fortemi.platform.jobs.service import JobService
 from fortemi.workers.dispatch import JobDispatcher
 from fortemi.workers.executor import JobExecutor
-from fortemi.workers.jobs.models import FailureClass, JobOutcome, JobStatus, Tier
-from fortemi.workers.jobs.service import JobService
 from fortemi.workers.loops import MaintenanceLoop, reap_once, relay_once
 from tests.integration.workers.runtime import jobtypes
 from tests.integration.workers.runtime.conftest import FAST_BACKOFF, Jobs, Pools, eventually

@@ -26,10 +26,10 @@ from dramatiq.brokers.redis import RedisBroker
 from fortemi.platform.database import Database
 from fortemi.platform.embedded import ServiceUrls
 from fortemi.platform.errors import Unavailable
+from fortemi.platform.jobs.models import JobStatus
+from fortemi.platform.jobs.service import JobService
 from fortemi.platform.migrations import Migrations
 from fortemi.workers.dispatch import JobDispatcher, dispatch
-from fortemi.workers.jobs.models import JobStatus
-from fortemi.workers.jobs.service import JobService
 from tests.integration.workers.runtime import jobtypes
 from tests.integration.workers.runtime.conftest import FAST_BACKOFF, POLLS, Jobs, eventually
 from tests.integration.workers.runtime.jobtypes import DDL, build_registry

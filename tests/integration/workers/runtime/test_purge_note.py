@@ -13,9 +13,9 @@ from fortemi.platform.database import Database
 from fortemi.platform.embedded import ServiceUrls
 from fortemi.platform.events import Event, EventBus
 from fortemi.platform.ids import to_global_id
+from fortemi.platform.jobs.models import FailureClass, JobStatus
 from fortemi.platform.notes import NoteDraft, NoteService
-from fortemi.workers.handlers import PURGE_NOTE
-from fortemi.workers.jobs.models import FailureClass, JobStatus
+from fortemi.platform.notes.jobs import PURGE_NOTE
 from tests.integration.workers.runtime.conftest import Jobs, Pools
 from tests.integration.workers.runtime.jobtypes import MAX_NOTE_BYTES
 

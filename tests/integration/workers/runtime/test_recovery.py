@@ -14,9 +14,9 @@ import redis.asyncio as redis
 from dramatiq.brokers.redis import RedisBroker
 
 from fortemi.platform.embedded import ServiceUrls
+from fortemi.platform.jobs.models import FailureClass, JobStatus
+from fortemi.platform.jobs.service import JobService
 from fortemi.workers.dispatch import JobDispatcher
-from fortemi.workers.jobs.models import FailureClass, JobStatus
-from fortemi.workers.jobs.service import JobService
 from fortemi.workers.loops import reap_once
 from tests.integration.workers.runtime import jobtypes
 from tests.integration.workers.runtime.conftest import Jobs, Pools, eventually

@@ -12,8 +12,8 @@ from __future__ import annotations
 import logging
 import sys
 
+from fortemi.platform.jobs.models import Tier
 from fortemi.platform.settings import Settings
-from fortemi.workers.jobs.models import Tier
 from fortemi.workers.pool import run_worker_process
 from tests.integration.workers.runtime.jobtypes import build_registry
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from fortemi.workers.jobs.models import HandlerContext, JobOutcome, JobType, Tier
-from fortemi.workers.jobs.registry import JobRegistry
+from fortemi.platform.jobs.models import HandlerContext, JobOutcome, JobType, Tier
+from fortemi.platform.jobs.registry import JobRegistry
 
 
 async def _handler(context: HandlerContext) -> JobOutcome:  # pragma: no cover

@@ -26,8 +26,8 @@ import asyncpg
 
 from fortemi.platform.database import Connection
 from fortemi.platform.errors import Conflict, NotFound
+from fortemi.platform.jobs.models import FailureClass, Job, JobStatus, Tier
 from fortemi.platform.sql import Where
-from fortemi.workers.jobs.models import FailureClass, Job, JobStatus, Tier
 
 __all__ = ["JobInsert", "JobPause", "JobRepository", "ListQuery", "LiveRow", "StatsRow"]
 

@@ -7,9 +7,9 @@ from datetime import timedelta
 from uuid import uuid4
 
 from fortemi.platform.database import Database
-from fortemi.workers.jobs.models import FailureClass, Job, JobOutcome, JobStatus, Tier
-from fortemi.workers.jobs.service import JobService
-from tests.integration.workers.jobs.helpers import (
+from fortemi.platform.jobs.models import FailureClass, Job, JobOutcome, JobStatus, Tier
+from fortemi.platform.jobs.service import JobService
+from tests.integration.jobs.helpers import (
     LEASE_SECONDS,
     WORKER,
     interval,

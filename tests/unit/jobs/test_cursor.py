@@ -9,8 +9,8 @@ from uuid import uuid4
 import pytest
 
 from fortemi.platform.errors import BadUserInput
+from fortemi.platform.jobs.cursor import decode_cursor, encode_cursor
 from fortemi.platform.notes.cursor import encode_cursor as encode_note_cursor
-from fortemi.workers.jobs.cursor import decode_cursor, encode_cursor
 
 
 @pytest.mark.parametrize(

@@ -4,9 +4,9 @@ in flight) or was sent long enough ago to count as lost."""
 from __future__ import annotations
 
 from fortemi.platform.database import Database
-from fortemi.workers.jobs.models import Tier
-from fortemi.workers.jobs.service import JobService
-from tests.integration.workers.jobs.helpers import STANDARD, WORKER, row, shift, spec
+from fortemi.platform.jobs.models import Tier
+from fortemi.platform.jobs.service import JobService
+from tests.integration.jobs.helpers import STANDARD, WORKER, row, shift, spec
 
 RESEND_AFTER = 300.0
 

@@ -22,7 +22,7 @@ from typing import Any
 from fortemi.platform.errors import Unavailable
 from fortemi.platform.events import Event, EventBus
 from fortemi.platform.ids import to_global_id
-from fortemi.workers.jobs.models import Job, JobStatus
+from fortemi.platform.jobs.models import Job, JobStatus
 
 __all__ = ["JOB_EVENT_TYPES", "JobEventPublisher", "job_event"]
 

@@ -8,9 +8,9 @@ import pytest
 
 from fortemi.platform.database import Database
 from fortemi.platform.errors import BadUserInput
-from fortemi.workers.jobs.models import Job, JobOutcome, JobStatus, Tier
-from fortemi.workers.jobs.service import MAX_PAGE_SIZE, JobFilter, JobService
-from tests.integration.workers.jobs.helpers import (
+from fortemi.platform.jobs.models import Job, JobOutcome, JobStatus, Tier
+from fortemi.platform.jobs.service import MAX_PAGE_SIZE, JobFilter, JobService
+from tests.integration.jobs.helpers import (
     CPU,
     FAST,
     MEMORIES,

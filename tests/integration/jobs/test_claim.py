@@ -10,9 +10,9 @@ import pytest
 
 from fortemi.platform.database import Database
 from fortemi.platform.errors import BadUserInput, NotFound
-from fortemi.workers.jobs.models import FailureClass, JobOutcome, JobStatus, Tier
-from fortemi.workers.jobs.service import JobService
-from tests.integration.workers.jobs.helpers import (
+from fortemi.platform.jobs.models import FailureClass, JobOutcome, JobStatus, Tier
+from fortemi.platform.jobs.service import JobService
+from tests.integration.jobs.helpers import (
     FAST,
     LEASE_SECONDS,
     MEMORIES,

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fortemi.workers.jobs.backoff import DEFAULT_BASE_SECONDS, Backoff
-from fortemi.workers.jobs.models import FailureClass
+from fortemi.platform.jobs.backoff import DEFAULT_BASE_SECONDS, Backoff
+from fortemi.platform.jobs.models import FailureClass
 
 RETRIED = [c for c in FailureClass if c is not FailureClass.PERMANENT]
 

@@ -15,7 +15,7 @@ A running job holds a lease that its worker renews; :meth:`finish` applies only 
 lease, so a worker that was reaped or cancelled cannot overwrite what happened since.
 
 Every change is announced after its commit when the service has a
-:class:`~fortemi.workers.jobs.events.JobEventPublisher` (job.created, job.started, ...):
+:class:`~fortemi.platform.jobs.events.JobEventPublisher` (job.created, job.started, ...):
 the API's and every worker's service do, so subscribers and webhooks hear of a change
 whichever process made it. Jobs that :meth:`enqueue` adds in a caller's transaction are
 announced by the caller after commit (:meth:`announce_created`).
@@ -38,13 +38,13 @@ from uuid import UUID, uuid4
 from fortemi.platform.database import Connection, Database
 from fortemi.platform.errors import Conflict, NotFound
 from fortemi.platform.events import Event
-from fortemi.workers.jobs.backoff import Backoff
-from fortemi.workers.jobs.cursor import decode_cursor, encode_cursor
-from fortemi.workers.jobs.events import JobEventPublisher
-from fortemi.workers.jobs.models import FailureClass, Job, JobOutcome, JobSpec, JobStatus, Tier
-from fortemi.workers.jobs.registry import JobRegistry
-from fortemi.workers.jobs.repository import JobPause, JobRepository, LiveRow
-from fortemi.workers.jobs.validation import (
+from fortemi.platform.jobs.backoff import Backoff
+from fortemi.platform.jobs.cursor import decode_cursor, encode_cursor
+from fortemi.platform.jobs.events import JobEventPublisher
+from fortemi.platform.jobs.models import FailureClass, Job, JobOutcome, JobSpec, JobStatus, Tier
+from fortemi.platform.jobs.registry import JobRegistry
+from fortemi.platform.jobs.repository import JobPause, JobRepository, LiveRow
+from fortemi.platform.jobs.validation import (
     check_outcome,
     validate_filter,
     validate_memory,

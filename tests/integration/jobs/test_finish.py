@@ -9,9 +9,9 @@ from uuid import UUID
 import pytest
 
 from fortemi.platform.database import Database
-from fortemi.workers.jobs.models import FailureClass, Job, JobOutcome, JobStatus, Tier
-from fortemi.workers.jobs.service import JobService
-from tests.integration.workers.jobs.helpers import WORKER, interval, row, shift, spec
+from fortemi.platform.jobs.models import FailureClass, Job, JobOutcome, JobStatus, Tier
+from fortemi.platform.jobs.service import JobService
+from tests.integration.jobs.helpers import WORKER, interval, row, shift, spec
 
 
 async def _running(jobs: JobService, *, max_attempts: int = 3) -> Job:

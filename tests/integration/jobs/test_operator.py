@@ -9,9 +9,9 @@ import pytest
 
 from fortemi.platform.database import Database
 from fortemi.platform.errors import Conflict, NotFound
-from fortemi.workers.jobs.models import FailureClass, Job, JobOutcome, JobStatus, Tier
-from fortemi.workers.jobs.service import JobService
-from tests.integration.workers.jobs.helpers import WORKER, row, spec
+from fortemi.platform.jobs.models import FailureClass, Job, JobOutcome, JobStatus, Tier
+from fortemi.platform.jobs.service import JobService
+from tests.integration.jobs.helpers import WORKER, row, spec
 
 
 async def _in_state(jobs: JobService, status: JobStatus, **fields: object) -> Job:

@@ -7,7 +7,7 @@ start-up, before any job is enqueued or claimed, so the registry needs no lock.
 
 from __future__ import annotations
 
-from fortemi.workers.jobs.models import JobType, Tier
+from fortemi.platform.jobs.models import JobType, Tier
 
 __all__ = ["JobRegistry"]
 

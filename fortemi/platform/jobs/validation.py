@@ -16,12 +16,12 @@ from uuid import UUID
 
 from fortemi.platform.database import validate_memory_name
 from fortemi.platform.errors import BadUserInput
-from fortemi.workers.jobs.models import JobOutcome, JobSpec, JobStatus, Tier
-from fortemi.workers.jobs.registry import JobRegistry
-from fortemi.workers.jobs.repository import JobInsert, ListQuery
+from fortemi.platform.jobs.models import JobOutcome, JobSpec, JobStatus, Tier
+from fortemi.platform.jobs.registry import JobRegistry
+from fortemi.platform.jobs.repository import JobInsert, ListQuery
 
 if TYPE_CHECKING:
-    from fortemi.workers.jobs.service import JobFilter
+    from fortemi.platform.jobs.service import JobFilter
 
 __all__ = [
     "check_outcome",

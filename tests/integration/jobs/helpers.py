@@ -7,8 +7,8 @@ from typing import Any
 from uuid import UUID
 
 from fortemi.platform.database import Database
-from fortemi.workers.jobs.models import HandlerContext, JobOutcome, JobSpec, JobType, Tier
-from fortemi.workers.jobs.registry import JobRegistry
+from fortemi.platform.jobs.models import HandlerContext, JobOutcome, JobSpec, JobType, Tier
+from fortemi.platform.jobs.registry import JobRegistry
 
 LEASE_SECONDS = 60.0
 MEMORIES = ("jobs_alpha", "jobs_beta")

@@ -16,12 +16,12 @@ import pytest
 
 from fortemi.platform.database import Database
 from fortemi.platform.embedded import ServiceUrls
+from fortemi.platform.jobs.backoff import Backoff
+from fortemi.platform.jobs.registry import JobRegistry
+from fortemi.platform.jobs.service import JobService
 from fortemi.platform.memories import MemoryService
 from fortemi.platform.migrations import Migrations
-from fortemi.workers.jobs.backoff import Backoff
-from fortemi.workers.jobs.registry import JobRegistry
-from fortemi.workers.jobs.service import JobService
-from tests.integration.workers.jobs.helpers import LEASE_SECONDS, MEMORIES, make_registry
+from tests.integration.jobs.helpers import LEASE_SECONDS, MEMORIES, make_registry
 
 
 @pytest.fixture(scope="session")

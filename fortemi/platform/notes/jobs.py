@@ -1,4 +1,4 @@
-"""The built-in job types and the registry every Fortemi process starts from.
+"""The notes' job type.
 
 ``PurgeNote`` (tier cpu, priority 5): payload ``{"note_ids": ["<uuid>", ...]}`` in the
 job's memory. Each note is purged with :meth:`NoteService.purge`:
@@ -22,11 +22,11 @@ from typing import Any
 from uuid import UUID
 
 from fortemi.platform.errors import Conflict, NotFound
-from fortemi.platform.notes import NoteService, note_event
-from fortemi.workers.jobs.models import HandlerContext, JobOutcome, JobType, Tier
-from fortemi.workers.jobs.registry import JobRegistry
+from fortemi.platform.jobs.models import HandlerContext, JobOutcome, JobType, Tier
+from fortemi.platform.notes.events import note_event
+from fortemi.platform.notes.service import NoteService
 
-__all__ = ["PURGE_NOTE", "default_registry", "purge_note_type"]
+__all__ = ["PURGE_NOTE", "purge_note_type"]
 
 PURGE_NOTE = "PurgeNote"
 
@@ -76,11 +76,3 @@ def purge_note_type(notes: NoteService) -> JobType:
         return JobOutcome.success({"purged": purged, "skipped_not_deleted": skipped})
 
     return JobType(name=PURGE_NOTE, tier=Tier.CPU, priority=5, handler=purge)
-
-
-def default_registry(notes: NoteService) -> JobRegistry:
-    """A registry with the built-in job types that need only notes; the runtime adds
-    ``WebhookDelivery`` (:func:`fortemi.workers.runtime.builtin_registry`)."""
-    registry = JobRegistry()
-    registry.register(purge_note_type(notes))
-    return registry

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from fortemi.workers.jobs.models import FailureClass
+from fortemi.platform.jobs.models import FailureClass
 
 __all__ = ["DEFAULT_BASE_SECONDS", "Backoff"]
 

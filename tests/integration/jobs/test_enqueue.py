@@ -12,11 +12,11 @@ import pytest
 
 from fortemi.platform.database import Database
 from fortemi.platform.errors import BadUserInput, NotFound
+from fortemi.platform.jobs.models import Job, JobOutcome, JobStatus, Tier
+from fortemi.platform.jobs.service import JobService
 from fortemi.platform.memories import MemoryService
 from fortemi.platform.migrations import Migrations
-from fortemi.workers.jobs.models import Job, JobOutcome, JobStatus, Tier
-from fortemi.workers.jobs.service import JobService
-from tests.integration.workers.jobs.helpers import (
+from tests.integration.jobs.helpers import (
     CPU,
     FAST,
     MEMORIES,
