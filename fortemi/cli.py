@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pydantic import ValidationError
 
@@ -372,7 +372,7 @@ def _schema(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fortemi",
         description=_DESCRIPTION,
@@ -385,7 +385,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(
         dest="command", required=True, title="commands", metavar="<command>"
     )
+    for add in (_add_serve, _add_worker, _add_token, _add_migrate, _add_audit, _add_schema):
+        add(commands)
+    return parser
 
+
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+def _add_serve(commands: Commands) -> None:
     serve = commands.add_parser("serve", help="run the GraphQL server")
     serve.add_argument("--host", help="bind address (FORTEMI_HOST, default 127.0.0.1)")
     serve.add_argument("--port", type=console.port, help="port (FORTEMI_PORT, default 8000)")
@@ -394,6 +402,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     serve.set_defaults(run=_serve)
 
+
+def _add_worker(commands: Commands) -> None:
     worker = commands.add_parser("worker", help="run background jobs of some tiers")
     worker.add_argument(
         "--tier",
@@ -411,6 +421,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     worker.set_defaults(run=_worker)
 
+
+def _add_token(commands: Commands) -> None:
     token = commands.add_parser("token", help="mint an access token from the local issuer")
     token.add_argument("--sub", required=True, type=console.nonempty, help="subject (user id)")
     token.add_argument("--group", action="append", default=[], help="group (repeatable)")
@@ -421,12 +433,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     token.set_defaults(run=_token)
 
+
+def _add_migrate(commands: Commands) -> None:
     migrate = commands.add_parser("migrate", help="apply database migrations")
     migrate.add_argument(
         "--shared-only", action="store_true", help="leave memories to migrate on first access"
     )
     migrate.set_defaults(run=_migrate)
 
+
+def _add_audit(commands: Commands) -> None:
     audit = commands.add_parser("audit", help="check or export the audit log, or its heads")
     audit_commands = audit.add_subparsers(dest="audit_command", required=True)
     verify = audit_commands.add_parser(
@@ -444,11 +460,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     export.add_argument("--since", type=_timestamp, help="only rows from this time (UTC)")
     audit.set_defaults(run=_audit)
 
+
+def _add_schema(commands: Commands) -> None:
     schema = commands.add_parser("schema", help="print the GraphQL SDL")
     schema.add_argument("--output", "-o", help="write to this file instead of stdout")
     schema.set_defaults(run=_schema)
 
-    args = parser.parse_args(argv)
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     try:
         with console.closed_pipe_guard():
             result: int = args.run(args)
@@ -456,7 +476,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         # An error a person can act on (a server down, bad input): its message, no traceback.
         raise SystemExit(f"fortemi {args.command}: {exc.message}") from None
     return result
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -203,6 +203,52 @@ def _error(message: str, node: Any, code: str, **extensions: object) -> GraphQLE
     return GraphQLError(message, node, extensions={"code": code, **extensions})
 
 
+def _over_limits(
+    name: str, shape: _Shape, limits: QueryLimits
+) -> list[tuple[str, str, dict[str, object]]]:
+    """(message, code, extensions) for each limit ``shape`` of operation ``name`` breaks."""
+    over: list[tuple[str, str, dict[str, object]]] = []
+    if shape.depth > limits.max_depth:
+        over.append(
+            (
+                f"'{name}' exceeds maximum operation depth of {limits.max_depth} "
+                "(FORTEMI_MAX_QUERY_DEPTH)",
+                "GRAPHQL_VALIDATION_FAILED",
+                {},
+            )
+        )
+    if shape.aliases > limits.max_aliases:
+        over.append(
+            (
+                f"'{name}' uses {shape.aliases} aliases; at most {limits.max_aliases} "
+                "are allowed (FORTEMI_MAX_ALIASES)",
+                "GRAPHQL_VALIDATION_FAILED",
+                {},
+            )
+        )
+    if shape.cost > limits.max_cost:
+        over.append(
+            (
+                f"Operation '{name}' may cost {shape.cost}, over the limit of "
+                f"{limits.max_cost} (FORTEMI_MAX_QUERY_COST): ask for fewer items "
+                "(first, limit), use fewer aliases, or leave out large text fields "
+                "such as content",
+                "QUERY_TOO_COMPLEX",
+                {"cost": shape.cost, "limit": limits.max_cost},
+            )
+        )
+    if shape.of_types > MAX_OF_TYPE_DEPTH:
+        over.append(
+            (
+                f"Introspection nests ofType {shape.of_types} deep; at most "
+                f"{MAX_OF_TYPE_DEPTH} are answered",
+                "GRAPHQL_VALIDATION_FAILED",
+                {},
+            )
+        )
+    return over
+
+
 def operation_limits_rule(limits: QueryLimits) -> type[ValidationRule]:
     """A validation rule enforcing ``limits`` on every operation of a document."""
 
@@ -211,46 +257,8 @@ def operation_limits_rule(limits: QueryLimits) -> type[ValidationRule]:
             root = self.context.schema.get_root_type(node.operation)
             shape = _Walker(self, limits).selections(node.selection_set, root, page=False)
             name = node.name.value if node.name else "anonymous"
-            if shape.depth > limits.max_depth:
-                self.report_error(
-                    _error(
-                        f"'{name}' exceeds maximum operation depth of {limits.max_depth} "
-                        "(FORTEMI_MAX_QUERY_DEPTH)",
-                        node,
-                        "GRAPHQL_VALIDATION_FAILED",
-                    )
-                )
-            if shape.aliases > limits.max_aliases:
-                self.report_error(
-                    _error(
-                        f"'{name}' uses {shape.aliases} aliases; at most {limits.max_aliases} "
-                        "are allowed (FORTEMI_MAX_ALIASES)",
-                        node,
-                        "GRAPHQL_VALIDATION_FAILED",
-                    )
-                )
-            if shape.cost > limits.max_cost:
-                self.report_error(
-                    _error(
-                        f"Operation '{name}' may cost {shape.cost}, over the limit of "
-                        f"{limits.max_cost} (FORTEMI_MAX_QUERY_COST): ask for fewer items "
-                        "(first, limit), use fewer aliases, or leave out large text fields "
-                        "such as content",
-                        node,
-                        "QUERY_TOO_COMPLEX",
-                        cost=shape.cost,
-                        limit=limits.max_cost,
-                    )
-                )
-            if shape.of_types > MAX_OF_TYPE_DEPTH:
-                self.report_error(
-                    _error(
-                        f"Introspection nests ofType {shape.of_types} deep; at most "
-                        f"{MAX_OF_TYPE_DEPTH} are answered",
-                        node,
-                        "GRAPHQL_VALIDATION_FAILED",
-                    )
-                )
+            for message, code, extensions in _over_limits(name, shape, limits):
+                self.report_error(_error(message, node, code, **extensions))
 
         def enter_selection_set(self, node: SelectionSetNode, *_: Any) -> None:
             # The released spec's grammar has no empty selection set (graphql-core 3.3
