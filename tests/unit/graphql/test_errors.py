@@ -91,3 +91,18 @@ def test_the_code_follows_the_error_type_not_the_message() -> None:
     validated = GraphQLError("Variable '$n' looks like coercion")
     assert render_error(coerced, "r1").extensions == {"code": "BAD_USER_INPUT"}
     assert render_error(validated, "r1").extensions == {"code": "GRAPHQL_VALIDATION_FAILED"}
+
+
+async def test_a_subscription_variable_it_cannot_take_is_bad_user_input(
+    schema: strawberry.Schema,
+) -> None:
+    # Over WebSocket, past graphql-core's error limit: only the origin says "coercion".
+    stream = await schema.stream(
+        "subscription($t: [String!]) { noteEvents(types: $t) { type } }",
+        variable_values={"t": [None] * 60},
+    )
+    results = [result async for result in stream]
+    assert len(results) == 1
+    codes = _codes(results[0])
+    assert len(codes) > 50
+    assert set(codes) == {"BAD_USER_INPUT"}
