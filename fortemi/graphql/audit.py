@@ -22,6 +22,7 @@ from fortemi.auth import audit as log
 from fortemi.auth.audit.export import to_row
 from fortemi.auth.decision import Action, Resource
 from fortemi.graphql.context import Info
+from fortemi.graphql.pagination import Connection, Edge, PageInfo
 from fortemi.graphql.reauthorization import Reauthorized
 from fortemi.graphql.subscriptions import until_token_expires
 
@@ -117,21 +118,13 @@ class AuditEntry:
 
 
 @strawberry.type
-class AuditEdge:
-    cursor: str
-    node: AuditEntry
+class AuditEdge(Edge[AuditEntry]):
+    pass
 
 
 @strawberry.type
-class AuditPageInfo:
-    has_next_page: bool
-    end_cursor: str | None
-
-
-@strawberry.type
-class AuditEntryConnection:
-    edges: list[AuditEdge]
-    page_info: AuditPageInfo
+class AuditEntryConnection(Connection[AuditEdge]):
+    pass
 
 
 @strawberry.type
@@ -178,7 +171,7 @@ class AuditQuery:
         )
         return AuditEntryConnection(
             edges=[AuditEdge(cursor=c, node=AuditEntry.from_model(e)) for c, e in page.items],
-            page_info=AuditPageInfo(has_next_page=page.has_next_page, end_cursor=page.end_cursor),
+            page_info=PageInfo.of(page),
         )
 
     @strawberry.field(description="Decision counts per time bucket and grouping (auditors)")

@@ -1,9 +1,13 @@
 """Rendering errors: stable ``extensions.code`` for expected ones, masking for the rest.
 
 Expected errors are :class:`~fortemi.platform.errors.FortemiError` (their code and message
-go to the caller) and GraphQL's own parse/validation errors. Anything else is a bug: the
-caller gets "Internal server error" with the request id, and the log gets the traceback
-under the same id, so an operator can grep for it.
+go to the caller) and GraphQL's own request errors, told apart by where they came from:
+the parser raises :class:`~graphql.GraphQLSyntaxError` (``GRAPHQL_PARSE_FAILED``); the
+executor hands variable coercion errors over as :class:`VariableValuesError`
+(``BAD_USER_INPUT``, see ``fortemi.graphql.schema``); the rest are the validation rules'
+(``GRAPHQL_VALIDATION_FAILED``). Anything else is a bug: the caller gets "Internal server
+error" with the request id, and the log gets the traceback under the same id, so an
+operator can grep for it.
 """
 
 from __future__ import annotations
@@ -12,17 +16,41 @@ import logging
 import re
 from typing import Any
 
-from graphql import GraphQLError
+from graphql import GraphQLError, GraphQLSyntaxError
 
 from fortemi.platform.errors import FortemiError, Unauthenticated
 
-__all__ = ["render_error", "render_errors"]
+__all__ = ["VariableValuesError", "render_error", "render_errors"]
 
 log = logging.getLogger("fortemi.graphql")
 
 # graphql-core ends a message with its suggestions (pyutils.did_you_mean), in validation
 # and in variable coercion alike.
 _SUGGESTION = re.compile(r" Did you mean .*\?$", re.DOTALL)
+
+
+class VariableValuesError(GraphQLError):
+    """A variable value the operation cannot run with, found by graphql-core's coercion."""
+
+    @classmethod
+    def of(cls, error: GraphQLError) -> VariableValuesError:
+        return cls(
+            error.message,
+            nodes=error.nodes,
+            source=error.source,
+            positions=error.positions,
+            path=error.path,
+            original_error=error.original_error,
+            extensions=error.extensions,
+        )
+
+
+def _request_error_code(error: GraphQLError) -> str:
+    if isinstance(error, GraphQLSyntaxError):
+        return "GRAPHQL_PARSE_FAILED"
+    if isinstance(error, VariableValuesError):
+        return "BAD_USER_INPUT"
+    return "GRAPHQL_VALIDATION_FAILED"
 
 
 def render_error(
@@ -35,11 +63,7 @@ def render_error(
         extensions = {**original.extensions, "code": original.code}
         return _with(error, original.message, extensions)
     if original is None or isinstance(original, GraphQLError):
-        code = "GRAPHQL_VALIDATION_FAILED"
-        if error.message.startswith("Syntax Error"):
-            code = "GRAPHQL_PARSE_FAILED"
-        elif error.message.startswith("Variable '$"):
-            code = "BAD_USER_INPUT"
+        code = _request_error_code(error)
         message = _SUGGESTION.sub("", error.message) if hide_suggestions else error.message
         return _with(error, message, {**(error.extensions or {}), "code": code})
     log.error(

@@ -23,6 +23,7 @@ from strawberry.scalars import JSON
 
 from fortemi.auth.decision import Action, Resource
 from fortemi.graphql.context import Info
+from fortemi.graphql.pagination import Connection, Edge, PageInfo
 from fortemi.platform import events as bus
 from fortemi.platform.errors import BadUserInput, NotFound
 from fortemi.platform.ids import parse_id, parse_note_id, to_global_id
@@ -97,21 +98,13 @@ class JobFilter:
 
 
 @strawberry.type
-class JobEdge:
-    cursor: str
-    node: Job
+class JobEdge(Edge[Job]):
+    pass
 
 
 @strawberry.type
-class JobPageInfo:
-    has_next_page: bool
-    end_cursor: str | None
-
-
-@strawberry.type
-class JobConnection:
-    edges: list[JobEdge]
-    page_info: JobPageInfo
+class JobConnection(Connection[JobEdge]):
+    pass
 
 
 @strawberry.type
@@ -209,7 +202,7 @@ class JobQuery:
                 JobEdge(cursor=c, node=Job.from_model(j, internals=internals))
                 for c, j in page.items
             ],
-            page_info=JobPageInfo(has_next_page=page.has_next_page, end_cursor=page.end_cursor),
+            page_info=PageInfo.of(page),
         )
 
     @strawberry.field(description="Counts across every memory (system readers)")

@@ -8,7 +8,8 @@ from functools import partial
 from typing import Any
 
 import strawberry
-from graphql import GraphQLError
+from graphql import DocumentNode, GraphQLError, GraphQLSchema, get_operation_ast
+from graphql.execution.executor import Executor
 from graphql.pyutils import RefMap
 from strawberry.extensions import (
     AddValidationRules,
@@ -24,7 +25,7 @@ from strawberry.types import ExecutionContext, ExecutionResult
 from strawberry.types.execution import PreExecutionError
 
 from fortemi.graphql.audit import AuditQuery, AuditSubscription
-from fortemi.graphql.errors import render_errors
+from fortemi.graphql.errors import VariableValuesError, render_errors
 from fortemi.graphql.events import EventSubscription
 from fortemi.graphql.jobs import JobMutation, JobQuery
 from fortemi.graphql.limits import QueryLimits, operation_limits_rule, oversized_variables
@@ -60,7 +61,12 @@ Subscription = merge_types("Subscription", (EventSubscription, AuditSubscription
 
 
 class PerEventExecutor(StrawberryGraphQLCoreExecutionContext):
-    """Strawberry's executor, with memo caches of its own for each subscription event.
+    """Strawberry's executor, marking variable errors and with memo caches per event.
+
+    ``build`` fails with a list of errors in two cases only: the document names no
+    operation to run, or the operation's variables cannot be coerced. Once the operation
+    is found, every error it returns is about variable values and becomes a
+    :class:`VariableValuesError`, so it is rendered as ``BAD_USER_INPUT`` by its origin.
 
     graphql-core 3.3 runs each event on a shallow copy of the subscription's executor, so
     every copy shares one subfield memo keyed by the identity of field lists made afresh
@@ -69,6 +75,32 @@ class PerEventExecutor(StrawberryGraphQLCoreExecutionContext):
     pauses past a second, in ``benchmarks/events.py``). A fresh memo per event keeps its
     purpose (one event's lists of values) and bounds it.
     """
+
+    @classmethod
+    def build(
+        cls,
+        schema: GraphQLSchema,
+        document: DocumentNode,
+        root_value: Any = None,
+        context_value: Any = None,
+        raw_variable_values: dict[str, Any] | None = None,
+        operation_name: str | None = None,
+        *args: Any,
+        **kwargs: Any,
+    ) -> list[GraphQLError] | Executor[Any]:
+        built = super().build(
+            schema,
+            document,
+            root_value,
+            context_value,
+            raw_variable_values,
+            operation_name,
+            *args,
+            **kwargs,
+        )
+        if isinstance(built, list) and get_operation_ast(document, operation_name) is not None:
+            return [VariableValuesError.of(error) for error in built]
+        return built
 
     def build_per_event_executor(self, payload: Any) -> Any:
         executor = super().build_per_event_executor(payload)

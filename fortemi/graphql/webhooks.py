@@ -14,6 +14,7 @@ import strawberry
 
 from fortemi.auth.decision import Action, Resource
 from fortemi.graphql.context import Info
+from fortemi.graphql.pagination import Connection, Edge, PageInfo
 from fortemi.platform.errors import NotFound
 from fortemi.platform.ids import parse_id, to_global_id
 from fortemi.webhooks import models
@@ -46,16 +47,18 @@ class WebhookDelivery:
 
 
 @strawberry.type
-class WebhookDeliveryEdge:
-    cursor: str
-    node: WebhookDelivery
+class WebhookDeliveryEdge(Edge[WebhookDelivery]):
+    pass
 
 
 @strawberry.type
-class WebhookDeliveryConnection:
-    edges: list[WebhookDeliveryEdge]
-    has_next_page: bool
-    end_cursor: str | None
+class WebhookDeliveryConnection(Connection[WebhookDeliveryEdge]):
+    has_next_page: bool = strawberry.field(
+        deprecation_reason="Use pageInfo.hasNextPage, as on every other list"
+    )
+    end_cursor: str | None = strawberry.field(
+        deprecation_reason="Use pageInfo.endCursor, as on every other list"
+    )
 
 
 @strawberry.type(description="An HTTP endpoint that receives a memory's events, signed")
@@ -95,8 +98,9 @@ class Webhook:
         return WebhookDeliveryConnection(
             edges=[
                 WebhookDeliveryEdge(cursor=cursor, node=_delivery(delivery, attempts))
-                for cursor, delivery, attempts in page.items
+                for cursor, (delivery, attempts) in page.items
             ],
+            page_info=PageInfo.of(page),
             has_next_page=page.has_next_page,
             end_cursor=page.end_cursor,
         )

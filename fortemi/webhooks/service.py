@@ -14,7 +14,6 @@ from __future__ import annotations
 import builtins
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 from uuid import UUID, uuid4
 
 from fortemi.platform.database import Connection, Database
@@ -22,6 +21,7 @@ from fortemi.platform.errors import BadUserInput, NotFound
 from fortemi.platform.events import Event
 from fortemi.platform.jobs.models import Job, JobSpec
 from fortemi.platform.jobs.service import JobService
+from fortemi.platform.pages import Page, rows_to_fetch
 from fortemi.platform.sealing import SecretBox
 from fortemi.platform.sql import KeysetCursor
 from fortemi.webhooks.models import (
@@ -44,14 +44,7 @@ DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE = 20, 100
 _CURSOR = KeysetCursor("d1")
 
 
-@dataclass(frozen=True)
-class DeliveryPage:
-    items: list[tuple[str, Delivery, list[Attempt]]]  # (cursor, delivery, its attempts)
-    has_next_page: bool
-
-    @property
-    def end_cursor(self) -> str | None:
-        return self.items[-1][0] if self.items else None
+DeliveryPage = Page[tuple[Delivery, list[Attempt]]]  # each delivery with its attempts
 
 
 def is_delivery_event(event: Event) -> bool:
@@ -135,13 +128,12 @@ class WebhookService:
         limit = DEFAULT_PAGE_SIZE if first is None else min(first, MAX_PAGE_SIZE)
         position = None if after is None else _CURSOR.decode(after)
         async with self._db.shared_transaction() as conn:
-            found = await self._repo.deliveries(conn, webhook_id, position, limit + 1)
-            shown = found[:limit]
-            attempts = await self._repo.attempts(conn, [d.id for d in shown])
-        return DeliveryPage(
-            items=[(_CURSOR.encode(d.created_at, d.id), d, attempts.get(d.id, [])) for d in shown],
-            has_next_page=len(found) > limit,
-        )
+            found = await self._repo.deliveries(
+                conn, webhook_id, _CURSOR.through(position), rows_to_fetch(limit, position)
+            )
+            page = _CURSOR.page(found, limit=limit, after=position)
+            attempts = await self._repo.attempts(conn, [d.id for _, d in page.items])
+        return page.map(lambda d: (d, attempts.get(d.id, [])))
 
     async def fan_out(self, events: Sequence[Event]) -> builtins.list[Job]:
         """Write a delivery and its job for every (webhook, event) that wants it and has

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
+from fortemi.platform.pages import Page
+
 __all__ = [
     "AuditBucket",
     "AuditEntry",
@@ -108,16 +110,8 @@ class AuditFilter:
     reason: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class AuditPage:
-    """One page of entries, newest first, each with the opaque cursor of its position."""
-
-    items: list[tuple[str, AuditEntry]]
-    has_next_page: bool
-
-    @property
-    def end_cursor(self) -> str | None:
-        return self.items[-1][0] if self.items else None
+# One page of entries, newest first, each with the opaque cursor of its position.
+AuditPage = Page[AuditEntry]
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,9 +15,6 @@ whitelist (never taken from input); those lines carry ``noqa: S608`` for that re
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -35,6 +32,8 @@ from fortemi.auth.audit.models import (
 )
 from fortemi.platform.database import Database
 from fortemi.platform.errors import BadUserInput
+from fortemi.platform.pages import rows_to_fetch
+from fortemi.platform.sql import SerialCursor
 
 __all__ = [
     "COLUMNS",
@@ -78,8 +77,7 @@ _FILTERS: tuple[tuple[str, str], ...] = (
     ("decision", "decision = ${}"),
     ("reason", "reason = ${}"),
 )
-_CURSOR_TAG = "a1"
-_MAX_CURSOR_CHARS = 64
+_CURSOR = SerialCursor("a1")
 
 
 def entry_from_row(row: asyncpg.Record) -> AuditEntry:
@@ -140,21 +138,18 @@ async def list_entries(
     limit = min(first, MAX_PAGE_SIZE)
     args: list[Any] = []
     where = where_clause(filter or AuditFilter(), args)
-    if after is not None:
-        args.append(_decode_cursor(after))
+    position = None if after is None else _CURSOR.decode(after)
+    if position is not None:
+        args.append(_CURSOR.through(position))
         where = f"{where} AND id < ${len(args)}" if where else f"WHERE id < ${len(args)}"
-    args.append(limit + 1)
+    args.append(rows_to_fetch(limit, position))
     query = (
         f"SELECT {COLUMNS} FROM public.rbac_audit_log {where} "  # noqa: S608 - constants only
         f"ORDER BY id DESC LIMIT ${len(args)}"
     )
     async with db.connection() as conn:
         rows = await conn.fetch(query, *args)
-    entries = [entry_from_row(row) for row in rows[:limit]]
-    return AuditPage(
-        items=[(_encode_cursor(entry.id), entry) for entry in entries],
-        has_next_page=len(rows) > limit,
-    )
+    return _CURSOR.page([entry_from_row(row) for row in rows], limit=limit, after=position)
 
 
 async def stats(
@@ -201,29 +196,3 @@ async def stats(
         AuditBucket(start=row["start"], count=row["count"], **{c: row[c] for c in columns})
         for row in rows
     ]
-
-
-def _encode_cursor(entry_id: int) -> str:
-    payload = json.dumps([_CURSOR_TAG, entry_id], separators=(",", ":")).encode("ascii")
-    return base64.urlsafe_b64encode(payload).rstrip(b"=").decode("ascii")
-
-
-def _decode_cursor(cursor: str) -> int:
-    """The id ``cursor`` names; BadUserInput if it names none. A forged cursor can at most
-    start a page elsewhere: it is only a position."""
-    invalid = BadUserInput(
-        "after is not a valid cursor; pass the cursor of an item from a previous page",
-        field="after",
-    )
-    if not isinstance(cursor, str) or not 0 < len(cursor) <= _MAX_CURSOR_CHARS:
-        raise invalid
-    try:
-        raw = base64.b64decode(cursor + "=" * (-len(cursor) % 4), altchars=b"-_", validate=True)
-        tag, entry_id = json.loads(raw.decode("ascii"))
-    except (binascii.Error, UnicodeDecodeError, ValueError, TypeError) as exc:
-        raise invalid from exc
-    if tag != _CURSOR_TAG or isinstance(entry_id, bool) or not isinstance(entry_id, int):
-        raise invalid
-    if not 0 < entry_id < 2**63:
-        raise invalid
-    return entry_id

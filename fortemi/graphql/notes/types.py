@@ -8,6 +8,7 @@ from typing import Any
 import strawberry
 from strawberry.scalars import JSON
 
+from fortemi.graphql.pagination import Connection, Edge, PageInfo
 from fortemi.platform import notes as model
 from fortemi.platform.ids import to_global_id
 
@@ -18,7 +19,6 @@ __all__ = [
     "NoteDiff",
     "NoteEdge",
     "NoteVersion",
-    "PageInfo",
     "UpsertExternalNoteResult",
     "UpsertExternalNotesPayload",
     "UpsertOutcome",
@@ -128,23 +128,12 @@ class NoteDiff:
 
 
 @strawberry.type
-class PageInfo:
-    has_next_page: bool
-    has_previous_page: bool
-    start_cursor: str | None
-    end_cursor: str | None
+class NoteEdge(Edge[Note]):
+    pass
 
 
 @strawberry.type
-class NoteEdge:
-    cursor: str
-    node: Note
-
-
-@strawberry.type
-class NoteConnection:
-    edges: list[NoteEdge]
-    page_info: PageInfo
+class NoteConnection(Connection[NoteEdge]):
     _count: strawberry.Private[Any]
 
     @strawberry.field(description="Notes matching the filter, over all pages")
@@ -154,15 +143,11 @@ class NoteConnection:
 
     @classmethod
     def from_page(cls, page: model.Page[model.Note], count: Any) -> NoteConnection:
-        edges = [NoteEdge(cursor=cursor, node=Note.from_model(note)) for cursor, note in page.items]
         return cls(
-            edges=edges,
-            page_info=PageInfo(
-                has_next_page=page.has_next_page,
-                has_previous_page=False,
-                start_cursor=edges[0].cursor if edges else None,
-                end_cursor=page.end_cursor,
-            ),
+            edges=[
+                NoteEdge(cursor=cursor, node=Note.from_model(note)) for cursor, note in page.items
+            ],
+            page_info=PageInfo.of(page),
             _count=count,
         )
 

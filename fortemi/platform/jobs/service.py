@@ -39,7 +39,7 @@ from fortemi.platform.database import Connection, Database
 from fortemi.platform.errors import Conflict, NotFound
 from fortemi.platform.events import Event
 from fortemi.platform.jobs.backoff import Backoff
-from fortemi.platform.jobs.cursor import decode_cursor, encode_cursor
+from fortemi.platform.jobs.cursor import decode_cursor, keyset_page, through
 from fortemi.platform.jobs.events import JobEventPublisher
 from fortemi.platform.jobs.models import FailureClass, Job, JobOutcome, JobSpec, JobStatus, Tier
 from fortemi.platform.jobs.registry import JobRegistry
@@ -51,6 +51,7 @@ from fortemi.platform.jobs.validation import (
     validate_page_size,
     validate_spec,
 )
+from fortemi.platform.pages import Page, rows_to_fetch
 
 __all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "JobFilter", "JobPage", "JobService", "JobStats"]
 
@@ -74,14 +75,7 @@ class JobFilter:
     created_before: datetime | None = None
 
 
-@dataclass(frozen=True)
-class JobPage:
-    items: list[tuple[str, Job]]  # (opaque cursor, job), newest first
-    has_next_page: bool
-
-    @property
-    def end_cursor(self) -> str | None:
-        return self.items[-1][0] if self.items else None
+JobPage = Page[Job]  # (opaque cursor, job), newest first
 
 
 @dataclass(frozen=True)
@@ -320,12 +314,10 @@ class JobService:
         position = None if after is None else decode_cursor(after)
         query = validate_filter(filter)
         async with self._db.shared_transaction() as conn:
-            # One row more than asked tells whether another page follows.
-            jobs = await self._repo.list(conn, query, after=position, limit=limit + 1)
-        return JobPage(
-            items=[(encode_cursor(job.created_at, job.id), job) for job in jobs[:limit]],
-            has_next_page=len(jobs) > limit,
-        )
+            jobs = await self._repo.list(
+                conn, query, after=through(position), limit=rows_to_fetch(limit, position)
+            )
+        return keyset_page(jobs, limit=limit, after=position)
 
     async def stats(self) -> JobStats:
         """Counts by status and pending counts by tier, from one consistent snapshot."""

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Generic, TypeVar
+from typing import Any
 from uuid import UUID
+
+from fortemi.platform.pages import Page
 
 __all__ = [
     "UNSET",
@@ -172,19 +174,6 @@ class NoteFilter:
     updated_after: datetime | None = None
     updated_before: datetime | None = None
     visibility: NoteVisibility | None = None  # None: every note (no caller scope applies)
-
-
-T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class Page(Generic[T]):
-    items: list[tuple[str, T]]  # (opaque cursor, item), in order
-    has_next_page: bool
-
-    @property
-    def end_cursor(self) -> str | None:
-        return self.items[-1][0] if self.items else None
 
 
 @dataclass(frozen=True, slots=True)

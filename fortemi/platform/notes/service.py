@@ -18,7 +18,7 @@ from uuid import UUID, uuid4
 
 from fortemi.platform.database import Connection, Database
 from fortemi.platform.errors import BadUserInput, Conflict, NotFound
-from fortemi.platform.notes.cursor import decode_cursor, encode_cursor
+from fortemi.platform.notes.cursor import decode_cursor, keyset_page, through
 from fortemi.platform.notes.diff import (
     apply_item,
     apply_patch,
@@ -52,6 +52,7 @@ from fortemi.platform.notes.validation import (
     validate_patch,
     validate_text,
 )
+from fortemi.platform.pages import rows_to_fetch
 
 __all__ = ["DEFAULT_PAGE_SIZE", "NoteService"]
 
@@ -195,12 +196,13 @@ class NoteService:
         position = None if after is None else decode_cursor(after)
         note_filter = validate_filter(filter)
         async with self._db.memory_transaction(memory) as conn:
-            # One row more than asked tells whether another page follows.
-            notes = await self._repo.list(conn, note_filter, after=position, limit=limit + 1)
-        return Page(
-            items=[(encode_cursor(note.created_at, note.id), note) for note in notes[:limit]],
-            has_next_page=len(notes) > limit,
-        )
+            notes = await self._repo.list(
+                conn,
+                note_filter,
+                after=through(position),
+                limit=rows_to_fetch(limit, position),
+            )
+        return keyset_page(notes, limit=limit, after=position)
 
     async def count(self, memory: str, filter: NoteFilter) -> int:
         note_filter = validate_filter(filter)
