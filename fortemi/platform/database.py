@@ -22,9 +22,11 @@ import asyncpg
 from fortemi.platform.errors import BadUserInput, Conflict, NotFound, Unavailable
 
 __all__ = [
+    "MEMORY_NAME",
     "SCHEMA_PREFIX",
     "Connection",
     "Database",
+    "is_memory_name",
     "memory_schema",
     "set_local",
     "validate_memory_name",
@@ -35,15 +37,21 @@ log = logging.getLogger(__name__)
 # Pooled connections are proxies that behave as connections; code is typed against this.
 Connection: TypeAlias = "asyncpg.Connection[asyncpg.Record]"
 SCHEMA_PREFIX = "mem_"
-_MEMORY_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+# The one definition of a memory name; it becomes part of a schema name (mem_<name>).
+MEMORY_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 _SETTING_NAME = re.compile(r"[a-z_]+(\.[a-z_]+)?")
+
+
+def is_memory_name(name: object) -> bool:
+    """Whether ``name`` is a valid memory name (the whole string matches :data:`MEMORY_NAME`)."""
+    return isinstance(name, str) and MEMORY_NAME.fullmatch(name) is not None
 
 
 def validate_memory_name(name: str) -> str:
     """Return ``name`` if it is a valid memory name, else raise :class:`BadUserInput`."""
-    if not isinstance(name, str) or not _MEMORY_NAME.fullmatch(name):
+    if not is_memory_name(name):
         raise BadUserInput(
-            "A memory name must match ^[a-z][a-z0-9_]{0,39}$: a lowercase letter, then up to "
+            f"A memory name must match ^{MEMORY_NAME.pattern}$: a lowercase letter, then up to "
             "39 lowercase letters, digits or underscores",
             field="name",
         )
