@@ -16,6 +16,12 @@ class _NoOffset(tzinfo):
     def utcoffset(self, dt: datetime | None) -> timedelta | None:
         return None
 
+    def dst(self, dt: datetime | None) -> timedelta | None:
+        return None
+
+    def tzname(self, dt: datetime | None) -> str | None:
+        return None
+
 
 def test_a_naive_time_is_the_same_wall_time_in_utc() -> None:
     assert assume_utc(datetime(2024, 5, 1, 12, 30)) == datetime(2024, 5, 1, 12, 30, tzinfo=UTC)
