@@ -152,7 +152,7 @@ class Database:
     ) -> AsyncIterator[asyncpg.Connection]:
         """A transaction over the shared ``public`` schema only.
 
-        ``subject`` names what the caller changes (``"Note <id>"``), for the Conflict a
+        ``subject`` names what the caller changes (``"Job <id>"``), for the Conflict a
         concurrent transaction causes; without it the Conflict names no resource.
         """
         async with self.connection() as conn:
