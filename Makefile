@@ -43,8 +43,10 @@ lint: $(VENV)/.dev
 	$(BIN)/ruff format --check fortemi tests benchmarks
 	$(BIN)/mypy
 
+# Coverage is measured and printed for readers (pyproject's [tool.coverage.*]); there is
+# no threshold to reach.
 test: lint chromium
-	$(BIN)/pytest
+	$(BIN)/pytest --cov --cov-report=term
 
 # The GraphiQL test drives a real headless Chromium. When it is missing and we may install
 # packages (root with apt-get, as in CI), Debian's is installed; otherwise the test fails

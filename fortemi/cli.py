@@ -349,13 +349,15 @@ async def _audit_async(
 
 
 def _timestamp(text: str) -> Any:
-    from datetime import UTC, datetime
+    from datetime import datetime
+
+    from fortemi.platform.times import assume_utc
 
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r}") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return assume_utc(moment)
 
 
 # -- schema -----------------------------------------------------------------------------------

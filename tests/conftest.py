@@ -22,6 +22,7 @@ from fortemi.platform.migrations import Migrations
 from fortemi.platform.settings import Settings
 from tests.support.leftovers import pytest_sessionfinish, pytest_sessionstart
 from tests.support.policies import FIXTURE_POLICIES
+from tests.support.settings import settings_with
 
 __all__ = ["pytest_sessionfinish", "pytest_sessionstart"]  # hooks, found here by name
 
@@ -33,7 +34,7 @@ def service_urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceUr
         "DATABASE_URL": os.environ.get("FORTEMI_TEST_DATABASE_URL"),
         "REDIS_URL": os.environ.get("FORTEMI_TEST_REDIS_URL"),
     }
-    settings = Settings(home=home, **{k: v for k, v in overrides.items() if v})
+    settings = settings_with(home=home, **{k: v for k, v in overrides.items() if v})
     services = EmbeddedServices(home)
     urls = services.start(settings)
     try:
@@ -49,7 +50,7 @@ def test_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def settings(service_urls: ServiceUrls, test_home: Path) -> Settings:
-    return Settings(
+    return settings_with(
         home=test_home,
         DATABASE_URL=service_urls.database,
         REDIS_URL=service_urls.redis,

@@ -20,15 +20,13 @@ import httpx
 import jwt
 
 from fortemi.platform.errors import Unauthenticated
+from fortemi.platform.settings import JWT_ALGORITHMS
 from fortemi.platform.urls import check_issuer_url
 
 __all__ = ["JwksSource", "OidcJwksSource", "check_issuer_url"]
 
 DISCOVERY_PATH = "/.well-known/openid-configuration"
 _KEY_TYPES = ("RSA", "EC", "OKP")
-_ASYMMETRIC_ALGORITHMS = frozenset(
-    {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
-)
 # Members only a private or symmetric key has. A published set carrying them is
 # misconfigured, and PyJWT would load a key object that cannot verify.
 _PRIVATE_MEMBERS = frozenset({"d", "p", "q", "dp", "dq", "qi", "oth", "k"})
@@ -196,7 +194,7 @@ def _signing_key(entry: object) -> jwt.PyJWK | None:
     if entry.get("kty") not in _KEY_TYPES or _PRIVATE_MEMBERS.intersection(entry):
         return None
     alg, kid, ops = entry.get("alg"), entry.get("kid"), entry.get("key_ops")
-    if alg is not None and not (isinstance(alg, str) and alg in _ASYMMETRIC_ALGORITHMS):
+    if alg is not None and not (isinstance(alg, str) and alg in JWT_ALGORITHMS):
         return None
     if kid is not None and not isinstance(kid, str):
         return None

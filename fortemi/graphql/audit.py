@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncGenerator
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import Enum
 from typing import Any
 
@@ -25,6 +25,7 @@ from fortemi.graphql.context import Info
 from fortemi.graphql.pagination import Connection, Edge, PageInfo
 from fortemi.graphql.reauthorization import Reauthorized
 from fortemi.graphql.subscriptions import until_token_expires
+from fortemi.platform.times import assume_utc
 
 __all__ = ["AuditQuery", "AuditSubscription"]
 
@@ -62,7 +63,9 @@ class AuditFilter:
     def matches(self, row: dict[str, Any]) -> bool:
         """The same filter over an exported row (for the live feed)."""
         at = datetime.fromisoformat(row["at"])
-        if (self.since and at < _utc(self.since)) or (self.until and at >= _utc(self.until)):
+        if (self.since and at < assume_utc(self.since)) or (
+            self.until and at >= assume_utc(self.until)
+        ):
             return False
         if self.group is not None and self.group not in row["groups"]:
             return False
@@ -74,11 +77,6 @@ class AuditFilter:
 
 _FILTER_FIELDS = tuple(AuditFilter.__annotations__)
 _EXACT_FIELDS = tuple(name for name in _FILTER_FIELDS if name not in ("since", "until", "group"))
-
-
-def _utc(moment: datetime) -> datetime:
-    """A filter bound without a zone is read as UTC, as the stored times are."""
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 @strawberry.type(description="One recorded authorization decision and its place in the chain")

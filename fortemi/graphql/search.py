@@ -170,7 +170,8 @@ class SearchQuery:
         hits = []
         for hit in outcome.hits:
             note = hit.note
-            assert note is not None  # noqa: S101 - the service returns hits with their notes
+            if note is None:
+                raise RuntimeError("the search service returned a hit without its note")
             hits.append(
                 SearchHit(
                     note=Note.from_model(note),

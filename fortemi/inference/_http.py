@@ -22,6 +22,7 @@ from fortemi.inference.errors import (
     InferenceTimeout,
     InferenceUnavailable,
 )
+from fortemi.platform.times import assume_utc
 
 __all__ = ["bad_response", "detail_of", "error_for_status", "error_for_transport", "retry_after"]
 
@@ -61,9 +62,7 @@ def retry_after(value: str | None, *, now: datetime | None = None) -> float | No
             when = email.utils.parsedate_to_datetime(text)
         except (TypeError, ValueError):
             return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        seconds = (when - (now or datetime.now(UTC))).total_seconds()
+        seconds = (assume_utc(when) - (now or datetime.now(UTC))).total_seconds()
     if not math.isfinite(seconds):
         return None
     return max(0.0, seconds)

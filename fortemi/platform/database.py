@@ -22,9 +22,11 @@ import asyncpg
 from fortemi.platform.errors import BadUserInput, Conflict, NotFound, Unavailable
 
 __all__ = [
+    "MEMORY_NAME",
     "SCHEMA_PREFIX",
     "Connection",
     "Database",
+    "is_memory_name",
     "memory_schema",
     "set_local",
     "validate_memory_name",
@@ -35,15 +37,21 @@ log = logging.getLogger(__name__)
 # Pooled connections are proxies that behave as connections; code is typed against this.
 Connection: TypeAlias = "asyncpg.Connection[asyncpg.Record]"
 SCHEMA_PREFIX = "mem_"
-_MEMORY_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+# The one definition of a memory name; it becomes part of a schema name (mem_<name>).
+MEMORY_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 _SETTING_NAME = re.compile(r"[a-z_]+(\.[a-z_]+)?")
+
+
+def is_memory_name(name: object) -> bool:
+    """Whether ``name`` is a valid memory name (the whole string matches :data:`MEMORY_NAME`)."""
+    return isinstance(name, str) and MEMORY_NAME.fullmatch(name) is not None
 
 
 def validate_memory_name(name: str) -> str:
     """Return ``name`` if it is a valid memory name, else raise :class:`BadUserInput`."""
-    if not isinstance(name, str) or not _MEMORY_NAME.fullmatch(name):
+    if not is_memory_name(name):
         raise BadUserInput(
-            "A memory name must match ^[a-z][a-z0-9_]{0,39}$: a lowercase letter, then up to "
+            f"A memory name must match ^{MEMORY_NAME.pattern}$: a lowercase letter, then up to "
             "39 lowercase letters, digits or underscores",
             field="name",
         )
@@ -62,10 +70,21 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
         )
 
 
+# What a concurrent transaction can make ours fail with; retrying the operation succeeds.
+_CONCURRENT_CHANGE = (asyncpg.SerializationError, asyncpg.DeadlockDetectedError)
+
+
+def _concurrent_change(subject: str | None) -> Conflict:
+    """The Conflict for a transaction a concurrent one made fail, naming ``subject`` (what
+    the caller was changing, e.g. ``"Note <id>"``) when the caller knows it."""
+    what = subject or "The data this operation read or wrote"
+    return Conflict(f"{what} changed concurrently; retry the operation")
+
+
 def _translate(exc: BaseException) -> Exception | None:
     """Map a database exception to a Fortemi error, or ``None`` when it is a bug."""
-    if isinstance(exc, asyncpg.SerializationError | asyncpg.DeadlockDetectedError):
-        return Conflict("The note changed concurrently; retry the operation")
+    if isinstance(exc, _CONCURRENT_CHANGE):
+        return _concurrent_change(None)
     if isinstance(exc, asyncpg.LockNotAvailableError):
         return Conflict("The resource is locked by another operation; retry shortly")
     if isinstance(
@@ -128,10 +147,20 @@ class Database:
             raise translated from exc
 
     @asynccontextmanager
-    async def shared_transaction(self) -> AsyncIterator[asyncpg.Connection]:
-        """A transaction over the shared ``public`` schema only."""
-        async with self.connection() as conn, conn.transaction():
-            yield conn
+    async def shared_transaction(
+        self, *, subject: str | None = None
+    ) -> AsyncIterator[asyncpg.Connection]:
+        """A transaction over the shared ``public`` schema only.
+
+        ``subject`` names what the caller changes (``"Job <id>"``), for the Conflict a
+        concurrent transaction causes; without it the Conflict names no resource.
+        """
+        async with self.connection() as conn:
+            try:
+                async with conn.transaction():
+                    yield conn
+            except _CONCURRENT_CHANGE as exc:
+                raise _concurrent_change(subject) from exc
 
     @asynccontextmanager
     async def memory_transaction(
@@ -140,6 +169,7 @@ class Database:
         *,
         isolation: str | None = None,
         local: Mapping[str, int] | None = None,
+        subject: str | None = None,
     ) -> AsyncIterator[asyncpg.Connection]:
         """The choke point: a transaction whose ``search_path`` is memory ``memory`` first.
 
@@ -148,6 +178,12 @@ class Database:
         such as ``hnsw.ef_search``. BEGIN and the SET LOCALs go in one round trip; the
         schema name is validated and quoted by :func:`memory_schema`, setting names are
         checked and values are integers, so nothing a caller sends is spliced in unchecked.
+
+        A missing table is :class:`NotFound` only when the memory's schema is gone (the
+        memory was deleted meanwhile); inside a schema that exists it is a bug and
+        propagates as such. ``subject`` names what the caller changes (``"Note <id>"``), for
+        the Conflict a concurrent transaction causes; without it the Conflict names no
+        resource.
         """
         schema = memory_schema(memory)
         begin = "BEGIN" if isolation is None else f"BEGIN ISOLATION LEVEL {_isolation(isolation)}"
@@ -161,9 +197,14 @@ class Database:
             try:
                 yield conn
             except asyncpg.UndefinedTableError as exc:
-                # The path names a schema that is gone: the memory was deleted meanwhile.
                 await conn.execute("ROLLBACK")
+                if await _schema_exists(conn, memory):
+                    raise
                 raise NotFound(f"Memory {memory!r} does not exist") from exc
+            except _CONCURRENT_CHANGE as exc:
+                if not conn.is_closed():
+                    await conn.execute("ROLLBACK")
+                raise _concurrent_change(subject) from exc
             except BaseException:
                 if not conn.is_closed():
                     await conn.execute("ROLLBACK")
@@ -186,6 +227,13 @@ async def set_local(conn: Connection, name: str, value: int) -> None:
     if not _SETTING_NAME.fullmatch(name) or type(value) is not int or name == "search_path":
         raise ValueError(f"not a setting this transaction can take: {name}={value!r}")
     await conn.execute("SELECT set_config($1, $2, true)", name, str(value))
+
+
+async def _schema_exists(conn: Connection, memory: str) -> bool:
+    found = await conn.fetchval(
+        "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", SCHEMA_PREFIX + memory
+    )
+    return bool(found)
 
 
 def _isolation(level: str) -> str:

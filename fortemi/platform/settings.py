@@ -19,7 +19,24 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from fortemi.platform.urls import check_issuer_url
 
-__all__ = ["Environment", "Settings"]
+__all__ = ["JWT_ALGORITHMS", "Environment", "Settings"]
+
+# The asymmetric JWS algorithms a token may be signed with: the default allow-list, the
+# bound on a configured one, and what a published key may name. RFC 8725 §3.1/3.2: the
+# server fixes the algorithms; HMAC and "none" would let a token signed with a public key
+# (or not at all) pass.
+JWT_ALGORITHMS: tuple[str, ...] = (
+    "RS256",
+    "RS384",
+    "RS512",
+    "PS256",
+    "PS384",
+    "PS512",
+    "ES256",
+    "ES384",
+    "ES512",
+    "EdDSA",
+)
 
 
 class Environment(StrEnum):
@@ -74,7 +91,7 @@ class Settings(BaseSettings):
         default="permissions", validation_alias=_alias("OIDC_PERMISSIONS_CLAIM")
     )
     oidc_algorithms: Annotated[list[str], NoDecode] = Field(
-        default=["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA"],
+        default_factory=lambda: list(JWT_ALGORITHMS),
         validation_alias=_alias("OIDC_ALGORITHMS"),
     )
     oidc_leeway_seconds: int = Field(
@@ -268,21 +285,7 @@ class Settings(BaseSettings):
     @field_validator("oidc_algorithms")
     @classmethod
     def _asymmetric_only(cls, value: list[str]) -> list[str]:
-        # RFC 8725 §3.1/3.2: the server fixes the algorithms; HMAC and "none" would let a
-        # token signed with a public key (or not at all) pass.
-        allowed = {
-            "RS256",
-            "RS384",
-            "RS512",
-            "PS256",
-            "PS384",
-            "PS512",
-            "ES256",
-            "ES384",
-            "ES512",
-            "EdDSA",
-        }
-        bad = [alg for alg in value if alg not in allowed]
+        bad = [alg for alg in value if alg not in JWT_ALGORITHMS]
         if bad or not value:
             raise ValueError(f"OIDC_ALGORITHMS accepts asymmetric algorithms only, got {bad}")
         return value

@@ -300,7 +300,8 @@ class SearchService:
         return SemanticModel(model.name, model.dimension, composition_for(model.name))
 
     async def _embed_query(self, model: SemanticModel, text: str) -> npt.NDArray[np.float32]:
-        assert self._backend is not None  # noqa: S101 - a model implies a backend
+        if self._backend is None:
+            raise RuntimeError("a semantic model was chosen without an embedding backend")
         vectors = await self._backend.embed([model.composition.query(text)])
         return np.asarray(vectors[0], dtype=np.float32)
 
@@ -347,7 +348,8 @@ class SearchService:
         row = await conn.fetchrow(
             "SELECT count(*) AS docs, coalesce(avg(dl), 0) AS avgdl FROM lex_doc"
         )
-        assert row is not None  # noqa: S101 - an aggregate always returns a row
+        if row is None:
+            raise RuntimeError("an aggregate over lex_doc returned no row")
         docs, avgdl = int(row["docs"]), float(row["avgdl"])
         if docs:  # an empty memory is asked again: its first note must be found at once
             self._stats[memory] = (now, docs, avgdl)

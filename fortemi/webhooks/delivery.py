@@ -109,7 +109,7 @@ def _outcome(result: DeliveryResult) -> JobOutcome:
     if result.outcome == "failed":
         return JobOutcome.failure(code)
     return JobOutcome.retry(
-        FailureClass(result.failure_class or FailureClass.TRANSIENT),
+        result.failure_class or FailureClass.TRANSIENT,
         code,
         after_seconds=result.retry_after_seconds,
     )

@@ -125,7 +125,8 @@ class WebhookRepository:
             )
         except asyncpg.ForeignKeyViolationError as exc:
             raise NotFound(f"Memory {memory!r} does not exist", memory=memory) from exc
-        assert row is not None  # noqa: S101 - an INSERT ... RETURNING returns its row
+        if row is None:
+            raise RuntimeError("INSERT ... RETURNING into webhook returned no row")
         return _webhook(row)
 
     async def get(self, conn: Connection, webhook_id: UUID, memory: str) -> Webhook | None:

@@ -51,13 +51,14 @@ import ssl
 import time
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
-from datetime import UTC
 from typing import Literal, cast
 from urllib.parse import SplitResult, urljoin, urlunsplit
 
 import httpx
 
 from fortemi.platform.errors import BadUserInput
+from fortemi.platform.jobs.models import FailureClass
+from fortemi.platform.times import assume_utc
 from fortemi.webhooks.targets import (
     Address,
     TargetPolicy,
@@ -67,10 +68,9 @@ from fortemi.webhooks.targets import (
     resolve,
 )
 
-__all__ = ["DeliveryResult", "FailureClass", "Outcome", "deliver", "new_client", "retry_after"]
+__all__ = ["DeliveryResult", "Outcome", "deliver", "new_client", "retry_after"]
 
 Outcome = Literal["delivered", "retry", "failed"]
-FailureClass = Literal["transient", "rate_limited", "timeout", "permanent"]
 
 USER_AGENT = "Fortemi-Webhooks/1"
 MAX_RETRY_AFTER_SECONDS = 3600.0
@@ -109,7 +109,7 @@ class _Verdict:
     response_excerpt: str = ""
 
 
-_TIMED_OUT = _Verdict("retry", "timeout", "timeout")
+_TIMED_OUT = _Verdict("retry", FailureClass.TIMEOUT, "timeout")
 
 
 @dataclass(frozen=True)
@@ -218,7 +218,7 @@ class _Attempt:
             parts = check_url(url)
             addresses = await resolve(parts.hostname or "", _port(parts), self.policy)
         except TargetUnresolvable as exc:
-            return _Verdict("retry", "transient", exc.reason)
+            return _Verdict("retry", FailureClass.TRANSIENT, exc.reason)
         except TargetRefused as exc:
             return _failed(exc.reason)
         except BadUserInput as exc:
@@ -283,9 +283,9 @@ async def _judge(response: httpx.Response, url: str, parts: SplitResult) -> _Ver
     if status in (429, 503):
         wait = retry_after(response.headers.get("retry-after"), now=time.time())
     if status == 429:
-        return _Verdict("retry", "rate_limited", code, status, wait, excerpt)
+        return _Verdict("retry", FailureClass.RATE_LIMITED, code, status, wait, excerpt)
     if status in _TRANSIENT or 500 <= status <= 599:
-        return _Verdict("retry", "transient", code, status, wait, excerpt)
+        return _Verdict("retry", FailureClass.TRANSIENT, code, status, wait, excerpt)
     return _failed(code, status_code=status, response_excerpt=excerpt)
 
 
@@ -333,12 +333,12 @@ def _charset(response: httpx.Response) -> str:
 
 def _network_verdict(exc: httpx.TransportError) -> _Verdict:
     if isinstance(exc, httpx.TimeoutException):
-        return _Verdict("retry", "timeout", "timeout")
+        return _Verdict("retry", FailureClass.TIMEOUT, "timeout")
     if isinstance(exc, httpx.ConnectError):
         code = "tls_error" if _caused_by_tls(exc) else "connect_error"
-        return _Verdict("retry", "transient", code)
+        return _Verdict("retry", FailureClass.TRANSIENT, code)
     if isinstance(exc, httpx.NetworkError | httpx.RemoteProtocolError):
-        return _Verdict("retry", "transient", "network_error")
+        return _Verdict("retry", FailureClass.TRANSIENT, "network_error")
     raise exc  # LocalProtocolError, UnsupportedProtocol...: our request was wrong
 
 
@@ -354,7 +354,7 @@ def _caused_by_tls(exc: BaseException) -> bool:
 
 
 def _failed(code: str, *, status_code: int | None = None, response_excerpt: str = "") -> _Verdict:
-    return _Verdict("failed", "permanent", code, status_code, None, response_excerpt)
+    return _Verdict("failed", FailureClass.PERMANENT, code, status_code, None, response_excerpt)
 
 
 def retry_after(value: str | None, *, now: float) -> float | None:
@@ -374,7 +374,5 @@ def retry_after(value: str | None, *, now: float) -> float | None:
             when = email.utils.parsedate_to_datetime(value)
         except (TypeError, ValueError, IndexError, OverflowError):
             return None
-        if when.tzinfo is None:  # "-0000": UTC, per RFC 5322
-            when = when.replace(tzinfo=UTC)
-        seconds = when.timestamp() - now
+        seconds = assume_utc(when).timestamp() - now  # "-0000" is UTC, per RFC 5322
     return min(max(seconds, 0.0), MAX_RETRY_AFTER_SECONDS)

@@ -8,11 +8,11 @@ from pathlib import Path
 import asyncpg
 
 from fortemi.platform.embedded import TUNING_FILE, EmbeddedServices
-from fortemi.platform.settings import Settings
+from tests.support.settings import settings_with
 
 
 async def test_a_new_embedded_server_starts_with_its_tuning_in_force(tmp_path: Path) -> None:
-    settings = Settings(home=tmp_path, REDIS_URL="redis://unused.invalid:6379/0")
+    settings = settings_with(home=tmp_path, REDIS_URL="redis://unused.invalid:6379/0")
     services = EmbeddedServices(tmp_path)
     urls = services.start(settings)
     try:

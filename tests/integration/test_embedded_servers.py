@@ -19,6 +19,7 @@ import redis
 from fortemi.platform.embedded import EmbeddedServices, ServiceUrls
 from fortemi.platform.settings import Settings
 from tests.support.processes import alive, embedded_servers, server_pids, wait_gone
+from tests.support.settings import settings_with
 
 UNUSED_DATABASE = "postgresql://postgres@unused.invalid:5432/postgres"
 ROOT = Path(__file__).resolve().parents[2]
@@ -157,7 +158,7 @@ async def test_pid_files_naming_another_process_do_not_pass_for_running_servers(
 
 def test_the_redis_socket_lives_under_the_data_directory(home: Path) -> None:
     services = EmbeddedServices(home)
-    urls = services.start(Settings(home=home, DATABASE_URL=UNUSED_DATABASE))
+    urls = services.start(settings_with(home=home, DATABASE_URL=UNUSED_DATABASE))
     try:
         assert urls.redis == f"unix://{home.resolve()}/redis/redis.sock"
         _ping(urls)
@@ -171,7 +172,7 @@ def test_a_deep_data_directory_puts_the_redis_socket_in_a_private_short_path(
 ) -> None:
     home = tmp_path / ("d" * 60) / ("e" * 60)
     services = EmbeddedServices(home)
-    urls = services.start(Settings(home=home, DATABASE_URL=UNUSED_DATABASE))
+    urls = services.start(settings_with(home=home, DATABASE_URL=UNUSED_DATABASE))
     try:
         socket = Path(urls.redis.removeprefix("unix://"))
         assert socket.parent.parent == Path(tempfile.gettempdir())
@@ -205,7 +206,7 @@ async def test_a_server_of_the_data_directory_listening_elsewhere_is_stopped(hom
     earlier = await _eventually_pid(home)
 
     services = EmbeddedServices(home)
-    urls = services.start(Settings(home=home, DATABASE_URL=UNUSED_DATABASE))
+    urls = services.start(settings_with(home=home, DATABASE_URL=UNUSED_DATABASE))
     try:
         assert wait_gone([earlier]) == [], "the earlier server still runs beside the new one"
         _ping(urls)

@@ -37,7 +37,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 __all__ = ["OidcProviderDouble", "SigningKey", "b64url", "compact"]
 
-KeyKind = Literal["RSA", "EC"]
+# "EC" is P-256 (ES256), "EC-P521" is P-521 (ES512).
+KeyKind = Literal["RSA", "EC", "EC-P521"]
 
 
 def b64url(data: bytes) -> str:
@@ -55,6 +56,8 @@ class SigningKey:
         kid = uuid.uuid4().hex
         if kind == "RSA":
             return cls(kid, "RS256", rsa.generate_private_key(public_exponent=65537, key_size=2048))
+        if kind == "EC-P521":
+            return cls(kid, "ES512", ec.generate_private_key(ec.SECP521R1()))
         return cls(kid, "ES256", ec.generate_private_key(ec.SECP256R1()))
 
     def signature(self, data: bytes, alg: str) -> bytes:

@@ -8,8 +8,7 @@ The pieces, in the order a request meets them::
                                                       role, permission)
 
 Lists and searches ask :meth:`AccessDecisionEngine.read_scope` instead, once per request,
-and turn the :class:`ReadScope` into a SQL predicate. :func:`reference_decide` is the
-same semantics written plainly, for the property tests.
+and turn the :class:`ReadScope` into a SQL predicate.
 """
 
 from __future__ import annotations
@@ -39,7 +38,6 @@ from fortemi.auth.policy.providers import (
     FilePolicyProvider,
     PolicyProvider,
 )
-from fortemi.auth.policy.reference import reference_decide
 from fortemi.auth.policy.validation import PolicyValidationError, parse_defaults, parse_policy
 from fortemi.platform.database import Database
 
@@ -70,7 +68,6 @@ __all__ = [
     "parse_defaults",
     "parse_policy",
     "read_yaml",
-    "reference_decide",
 ]
 
 

@@ -10,7 +10,6 @@ collected (not only the first), each as a :class:`PolicyError` naming the file, 
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Collection, Mapping
 from enum import StrEnum
 from typing import Any, TypeVar
@@ -25,6 +24,7 @@ from fortemi.auth.policy.model import (
     Policy,
     PolicyError,
 )
+from fortemi.platform.database import MEMORY_NAME, is_memory_name
 
 __all__ = [
     "MAX_NAME_CHARS",
@@ -39,7 +39,6 @@ __all__ = [
 MAX_NAME_CHARS = 200
 SKILL_PREFIX = "SKILL-"
 FORMAT_VERSION = 1
-_MEMORY_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 
 Path_ = tuple[str | int, ...]  # ("deny", "groups", 2) -> "deny.groups[2]"
 LineMap = Mapping[Path_, int]  # a field's path -> its 1-based line in the source
@@ -78,8 +77,8 @@ def check_resource_name(resource_type: ResourceType, name: object) -> str | None
         return (
             f"skill names start with {SKILL_PREFIX} and go on, e.g. SKILL-kubernetes (got {name!r})"
         )
-    if resource_type is ResourceType.MEMORY and not _MEMORY_NAME.fullmatch(name):
-        return f"memory names match ^[a-z][a-z0-9_]{{0,39}}$ (got {name!r})"
+    if resource_type is ResourceType.MEMORY and not is_memory_name(name):
+        return f"memory names match ^{MEMORY_NAME.pattern}$ (got {name!r})"
     return None
 
 

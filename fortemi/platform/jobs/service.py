@@ -128,7 +128,8 @@ class JobService:
             job = await self._repo.insert(conn, row)
             if job is not None:
                 return job, True
-            assert row.dedupe_key is not None  # noqa: S101 - only a dedupe key conflicts
+            if row.dedupe_key is None:
+                raise RuntimeError("the job insert refused a job that has no dedupe key")
             existing = await self._repo.pending_by_key(conn, row.dedupe_key)
             if existing is not None:
                 return existing, False

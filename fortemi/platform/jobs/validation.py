@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -19,6 +18,7 @@ from fortemi.platform.errors import BadUserInput
 from fortemi.platform.jobs.models import JobOutcome, JobSpec, JobStatus, Tier
 from fortemi.platform.jobs.registry import JobRegistry
 from fortemi.platform.jobs.repository import JobInsert, ListQuery
+from fortemi.platform.times import optional_aware
 
 if TYPE_CHECKING:
     from fortemi.platform.jobs.service import JobFilter
@@ -93,15 +93,6 @@ def validate_spec(spec: JobSpec, registry: JobRegistry, job_id: UUID) -> JobInse
     )
 
 
-def _aware(value: object, field: str) -> datetime | None:
-    if value is None:
-        return None
-    if not isinstance(value, datetime):
-        raise BadUserInput(f"{field} must be a date-time", field=field)
-    # A time without an offset is read as UTC rather than the server's local zone.
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-
-
 def validate_filter(job_filter: JobFilter) -> ListQuery:
     f = job_filter
     try:
@@ -118,8 +109,8 @@ def validate_filter(job_filter: JobFilter) -> ListQuery:
         tier=tier,
         # An unknown memory simply matches nothing; a malformed name is the caller's error.
         memory=validate_memory(f.memory),
-        created_after=_aware(f.created_after, "created_after"),
-        created_before=_aware(f.created_before, "created_before"),
+        created_after=optional_aware(f.created_after, "created_after"),
+        created_before=optional_aware(f.created_before, "created_before"),
     )
 
 

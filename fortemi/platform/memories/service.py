@@ -98,9 +98,7 @@ class MemoryService:
         # through the same path as any later migration.
         async with self._db.memory_transaction(name) as conn:
             await self._migrations.migrate_memory(conn, name)
-        memory = await self.get(name)
-        assert memory is not None  # noqa: S101 - just created; a None here is a bug
-        return memory
+        return await self._read_back(name)
 
     async def ensure(self, name: str, *, default: bool = False) -> Memory:
         """Create ``name`` unless it exists; optionally make it the default if none is."""
@@ -109,14 +107,12 @@ class MemoryService:
             try:
                 memory = await self.create(name, created_by=None)
             except Conflict:  # another process created it first
-                memory = await self.get(name)
-                assert memory is not None  # noqa: S101
+                memory = await self._read_back(name)
         if default:
             async with self._db.shared_transaction() as conn:
                 if await self._repo.default(conn) is None:
                     await self._repo.set_default(conn, name)
-            memory = await self.get(name)
-            assert memory is not None  # noqa: S101
+            memory = await self._read_back(name)
         return memory
 
     async def delete(self, name: str, *, confirm: str) -> None:
@@ -144,6 +140,11 @@ class MemoryService:
                 raise NotFound(f"Memory {name!r} does not exist", memory=name)
             await self._repo.set_default(conn, name)
         self._default = None
+        return await self._read_back(name)
+
+    async def _read_back(self, name: str) -> Memory:
+        """``name`` read again after a change to it; only a concurrent delete removes it."""
         memory = await self.get(name)
-        assert memory is not None  # noqa: S101
+        if memory is None:
+            raise NotFound(f"Memory {name!r} does not exist", memory=name)
         return memory

@@ -280,7 +280,7 @@ class NoteService:
         ``expected_version`` and ``current_version``). A deleted note must be restored first.
         """
         patch = validate_patch(patch, max_note_bytes=self._max_note_bytes)
-        async with self._db.memory_transaction(memory) as conn:
+        async with self._db.memory_transaction(memory, subject=f"Note {note_id}") as conn:
             current = await self._live(conn, note_id, owner)
             expected = patch.expected_version
             if expected is not None and expected != current.version:
@@ -311,7 +311,7 @@ class NoteService:
         Attributes (collection, project, starred, archived) are not history and keep their
         current value. When the note already equals that version nothing is written.
         """
-        async with self._db.memory_transaction(memory) as conn:
+        async with self._db.memory_transaction(memory, subject=f"Note {note_id}") as conn:
             current = await self._live(conn, note_id, owner)
             old = (
                 await self._repo.version(conn, note_id, version)
@@ -330,7 +330,7 @@ class NoteService:
         self, memory: str, note_id: UUID, *, actor: str | None, owner: Owner | None = None
     ) -> Note:
         """Soft-delete: the note stays readable by id and restorable; repeating is a no-op."""
-        async with self._db.memory_transaction(memory) as conn:
+        async with self._db.memory_transaction(memory, subject=f"Note {note_id}") as conn:
             await self._check_owner(conn, note_id, owner)
             note = await self._repo.soft_delete(conn, note_id, actor)
             if note is None:
@@ -343,7 +343,7 @@ class NoteService:
         self, memory: str, note_id: UUID, *, actor: str | None, owner: Owner | None = None
     ) -> Note:
         """Undo a soft delete; restoring a live note returns it unchanged."""
-        async with self._db.memory_transaction(memory) as conn:
+        async with self._db.memory_transaction(memory, subject=f"Note {note_id}") as conn:
             await self._check_owner(conn, note_id, owner)
             note = await self._repo.restore(conn, note_id, actor)
             if note is None:
@@ -356,7 +356,7 @@ class NoteService:
         """Remove a soft-deleted note with its original and versions, for good; the note as
         it was (for the ``note.purged`` event). NOT_FOUND if absent, CONFLICT if not deleted.
         """
-        async with self._db.memory_transaction(memory) as conn:
+        async with self._db.memory_transaction(memory, subject=f"Note {note_id}") as conn:
             await self._check_owner(conn, note_id, owner)
             purged = await self._repo.purge(conn, note_id)
             if purged is not None:
@@ -395,7 +395,7 @@ class NoteService:
         outcomes: builtins.list[tuple[str, UpsertOutcome, Note | UUID]] = []
         inserts: builtins.list[NoteInsert] = []
         writes: builtins.list[NoteWrite] = []
-        async with self._db.memory_transaction(memory) as conn:
+        async with self._db.memory_transaction(memory, subject="A note of the batch") as conn:
             await self._repo.lock_external(conn, source, external_ids)
             existing = await self._repo.find_external(conn, source, external_ids)
             for item in checked:

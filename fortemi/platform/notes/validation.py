@@ -17,11 +17,11 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
 from typing import Any
 
 from fortemi.platform.errors import BadUserInput
 from fortemi.platform.notes.models import UNSET, ExternalItem, NoteDraft, NoteFilter, NotePatch
+from fortemi.platform.times import optional_aware
 
 __all__ = [
     "MAX_EXTERNAL_ID_CHARS",
@@ -384,15 +384,6 @@ def validate_batch(
     return label, checked
 
 
-def _aware(value: object, field: str) -> datetime | None:
-    if value is None:
-        return None
-    if not isinstance(value, datetime):
-        raise BadUserInput(f"{field} must be a date-time", field=field)
-    # A time without an offset is read as UTC rather than the server's local zone.
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-
-
 def validate_filter(note_filter: NoteFilter) -> NoteFilter:
     """The filter with its text checked and tags stripped like stored tags are."""
 
@@ -425,8 +416,8 @@ def validate_filter(note_filter: NoteFilter) -> NoteFilter:
         starred=optional_bool(note_filter.starred, "starred"),
         archived=optional_bool(note_filter.archived, "archived"),
         deleted=_require_bool(note_filter.deleted, "deleted"),
-        created_after=_aware(note_filter.created_after, "created_after"),
-        created_before=_aware(note_filter.created_before, "created_before"),
-        updated_after=_aware(note_filter.updated_after, "updated_after"),
-        updated_before=_aware(note_filter.updated_before, "updated_before"),
+        created_after=optional_aware(note_filter.created_after, "created_after"),
+        created_before=optional_aware(note_filter.created_before, "created_before"),
+        updated_after=optional_aware(note_filter.updated_after, "updated_after"),
+        updated_before=optional_aware(note_filter.updated_before, "updated_before"),
     )

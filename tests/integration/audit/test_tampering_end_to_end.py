@@ -208,7 +208,7 @@ async def test_the_trace_id_is_the_servers_and_the_clients_request_id_is_kept_ap
     chosen = "client-chosen-id-0001"
     wanted = {"f": {"userId": "olga-outsider"}}
     async with serving(settings, fresh_dsn, service_urls.redis) as client:
-        denied = await client.gql(VERIFY, token=client.outsider, **{"X-Request-Id": chosen})
+        denied = await client.gql(VERIFY, None, token=client.outsider, **{"X-Request-Id": chosen})
         assert denied["errors"][0]["extensions"]["code"] == "FORBIDDEN"
         traced = await client.gql(
             "query($f: AuditFilter) { auditLog(filter: $f) { edges { node { traceId } } } }",

@@ -149,7 +149,7 @@ async def live_server(app: Starlette) -> AsyncIterator[str]:
     config = uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="off", log_level="warning")
     server = uvicorn.Server(config)
     # pytest owns SIGINT; uvicorn must not capture it for the length of the session.
-    server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign]
+    server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
     task = asyncio.create_task(server.serve())
     while not server.started:
         if task.done():

@@ -42,7 +42,8 @@ async def _create(gql: GraphQLCall, token: str, **note: Any) -> str:
 
 
 def _reason(body: dict[str, Any]) -> str | None:
-    return (body.get("errors") or [{}])[0].get("extensions", {}).get("reason")
+    reason: str | None = (body.get("errors") or [{}])[0].get("extensions", {}).get("reason")
+    return reason
 
 
 async def _titles(gql: GraphQLCall, token: str, filter_: dict[str, Any] | None = None) -> list[str]:

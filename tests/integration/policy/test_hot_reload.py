@@ -19,6 +19,7 @@ import redis.asyncio as redis
 from fortemi.auth.decision import Action, Reason, Resource, ResourceType
 from fortemi.auth.policy import (
     AccessDecisionEngine,
+    CompositePolicyProvider,
     FilePolicyProvider,
     PolicyProvider,
     PolicySet,
@@ -114,7 +115,9 @@ async def test_a_hot_reload_reaches_the_cached_production_provider(
     cached = build_policy_provider(tree, db, redis_client)
     assert not alice_reads_poimen(await cached.snapshot())
     path = tree / "projects" / "poimen" / "_access.yaml"
-    async with watching(cached.inner.file, lambda _: None):
+    composite = cached.inner
+    assert isinstance(composite, CompositePolicyProvider)
+    async with watching(composite.file, lambda _: None):
         await edit_until(path, OPENED, cached, alice_reads_poimen)
 
 

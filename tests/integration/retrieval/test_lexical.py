@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 from uuid import UUID
 
 import pytest
@@ -171,7 +172,7 @@ async def test_starred_archived_and_date_filters_apply_before_ranking(
     boundary = await db.fetchval("SELECT clock_timestamp()")
     newer = await write("", "aurora", archived=True)
 
-    async def found(**given: object) -> set[UUID]:
+    async def found(**given: Any) -> set[UUID]:
         return {h.note_id for h in (await search("aurora", filter=SearchFilter(**given))).hits}
 
     assert await found(starred=True) == {older}

@@ -10,6 +10,7 @@ from pydantic import SecretStr
 
 from fortemi.auth.audit.keys import AuditKeyring, key_id
 from fortemi.platform.settings import Settings
+from tests.support.settings import settings_with
 
 KEY = bytes(range(32))
 OLD = bytes(range(32, 64))
@@ -58,7 +59,7 @@ def test_without_a_configured_key_a_private_key_file_is_created_once(tmp_path: P
 def test_a_malformed_key_is_a_configuration_error_that_shows_no_key(
     tmp_path: Path, field: str, value: str, message: str
 ) -> None:
-    settings = Settings(home=tmp_path, **{field: SecretStr(value)})
+    settings = settings_with(home=tmp_path, **{field: SecretStr(value)})
     with pytest.raises(ValueError, match=message) as caught:
         AuditKeyring.from_settings(settings)
     assert value not in str(caught.value)

@@ -61,6 +61,16 @@ async def test_es256_token_validates_once_the_provider_rotates_to_an_ec_key(
     assert principal.sub == "ec-user"
 
 
+async def test_es512_token_validates_under_the_default_algorithms(
+    idp: OidcProviderDouble, validator: TokenValidator
+) -> None:
+    idp.rotate("EC-P521")
+
+    principal = await validator.validate(idp.access_token("p521-user"))
+
+    assert principal.sub == "p521-user"
+
+
 async def test_token_signed_by_a_key_no_longer_published_is_refused(
     idp: OidcProviderDouble, validator: TokenValidator
 ) -> None:

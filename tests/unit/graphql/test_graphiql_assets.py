@@ -31,7 +31,7 @@ def test_every_third_party_file_is_listed_with_version_licence_and_source() -> N
 
 def test_the_page_loads_every_shipped_script_and_style() -> None:
     page = ide.GraphiQLPage()
-    html = page.render("/graphql").body.decode()
+    html = bytes(page.render("/graphql").body).decode()
     for path in STATIC.iterdir():
         if path.suffix in (".js", ".css"):
             assert page.url(path.name) in html, path.name

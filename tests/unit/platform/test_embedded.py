@@ -3,11 +3,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from fortemi.platform.embedded import EmbeddedServices, postgres_tuning
-from fortemi.platform.settings import Settings
+from tests.support.settings import settings_with
 
 
 def test_configured_services_are_used_and_nothing_is_started(tmp_path: Path) -> None:
-    settings = Settings(
+    settings = settings_with(
         home=tmp_path,
         DATABASE_URL="postgresql://db.example:5432/fortemi",
         REDIS_URL="redis://cache.example:6379/0",

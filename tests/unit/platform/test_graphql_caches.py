@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
+from typing import Any, cast
 
 from strawberry.extensions.validation_cache import _get_validate_cache
 
@@ -15,7 +17,8 @@ async def test_a_repeated_operation_is_validated_once(tmp_path: Path) -> None:
     # (_get_validate_cache is strawberry's module-level cache keyed by size.)
     size = 97
     schema = build_schema(Settings(home=tmp_path, graphql_cache_size=size))
-    cache = _get_validate_cache(size)
+    # An lru_cache, typed by strawberry as a plain callable.
+    cache = cast("functools._lru_cache_wrapper[Any]", _get_validate_cache(size))
     before = cache.cache_info()
     for _ in range(3):
         result = await schema.execute("{ __typename }")

@@ -57,7 +57,7 @@ async def test_it_ends_after_the_event_being_handled_when_the_deadline_passes_me
 async def test_a_cancellation_from_outside_still_propagates() -> None:
     queue: asyncio.Queue[int] = asyncio.Queue()
     stream = until(_in(3600), _endless(queue))
-    consumer = asyncio.create_task(anext(stream))  # type: ignore[arg-type]
+    consumer = asyncio.ensure_future(anext(stream))
     await asyncio.sleep(0.05)
     consumer.cancel()
     results = await asyncio.gather(consumer, return_exceptions=True)

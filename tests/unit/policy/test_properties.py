@@ -14,8 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fortemi.auth.decision import Action, Resource, ResourceType
-from fortemi.auth.policy import AccessDecisionEngine, PolicySet, reference_decide
+from fortemi.auth.policy import AccessDecisionEngine, PolicySet
 from fortemi.auth.principal import Principal
+from tests.support.policy_reference import reference_decide
 
 from .helpers import build_set, principal
 
