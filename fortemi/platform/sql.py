@@ -7,7 +7,8 @@
     (``"n.id, n.title, ..."``);
   - ``table.from_record(record)``: an ``asyncpg.Record`` (or any mapping with those keys)
     to the model, converting by the field's annotation: ``tuple[...]`` from a list, an
-    ``Enum`` from its value, ``X | None`` keeping None; ``convert=`` overrides one field;
+    ``Enum`` from its value, ``X | None`` keeping None; ``convert=`` overrides one field
+    (and sees None too);
   - ``table.query(sql, **declared)``: a :class:`Query` from SQL text in which
     ``{columns}``, ``{alias.columns}`` and ``{table}`` stand for the declared select list
     and name, and ``{key}`` for ``declared[key]`` (another table's ``select_list``);
@@ -178,11 +179,15 @@ class Table(Generic[M]):
         self.model = model
         self.columns: tuple[str, ...] = tuple(f.name for f in fields)
         self.select_list = ", ".join(self.columns)
-        self._convert: tuple[tuple[int, Callable[[Any], Any]], ...] = tuple(
-            (i, conv)
+        # An explicit converter sees every value, None included; one derived from the
+        # annotation leaves None as it is.
+        self._convert: tuple[tuple[int, Callable[[Any], Any], bool], ...] = tuple(
+            (i, conv, f.name in overrides)
             for i, f in enumerate(fields)
-            if (conv := overrides.pop(f.name, None) or _converter(hints[f.name])) is not None
+            if (conv := overrides.get(f.name) or _converter(hints[f.name])) is not None
         )
+        for f in fields:
+            overrides.pop(f.name, None)
         # Fields whose Python value asyncpg would not take as is (a tuple, an enum).
         self._bindable = tuple(f.name for f in fields if _converter(hints[f.name]) is not None)
         if overrides:
@@ -232,9 +237,9 @@ class Table(Generic[M]):
 
     def from_record(self, record: Row) -> M:
         values = [record[column] for column in self.columns]
-        for i, conv in self._convert:
+        for i, conv, always in self._convert:
             value = values[i]
-            if value is not None:
+            if value is not None or always:
                 values[i] = conv(value)
         if self._positional:
             return self.model(*values)

@@ -120,3 +120,10 @@ def test_named_compiles_and_binds_in_one_step() -> None:
 def test_a_table_needs_a_dataclass() -> None:
     with pytest.raises(TypeError, match="not a dataclass"):
         Table("thing", dict)
+
+
+def test_an_explicit_converter_sees_null_and_a_derived_one_keeps_it() -> None:
+    table = Table("thing", Thing, convert={"tags": lambda v: () if v is None else tuple(v)})
+
+    assert table.from_record({**RECORD, "tags": None}).tags == ()
+    assert table.from_record(RECORD).previous is None
