@@ -8,7 +8,7 @@
   - ``table.from_record(record)``: an ``asyncpg.Record`` (or any mapping with those keys)
     to the model, converting by the field's annotation: ``tuple[...]`` from a list, an
     ``Enum`` from its value, ``X | None`` keeping None; ``convert=`` overrides one field
-    (and sees None too);
+    (a NULL stays None: no converter sees it);
   - ``table.query(sql, **declared)``: a :class:`Query` from SQL text in which
     ``{columns}``, ``{alias.columns}`` and ``{table}`` stand for the declared select list
     and name, and ``{key}`` for ``declared[key]`` (another table's ``select_list``);
@@ -179,15 +179,11 @@ class Table(Generic[M]):
         self.model = model
         self.columns: tuple[str, ...] = tuple(f.name for f in fields)
         self.select_list = ", ".join(self.columns)
-        # An explicit converter sees every value, None included; one derived from the
-        # annotation leaves None as it is.
-        self._convert: tuple[tuple[int, Callable[[Any], Any], bool], ...] = tuple(
-            (i, conv, f.name in overrides)
+        self._convert: tuple[tuple[int, Callable[[Any], Any]], ...] = tuple(
+            (i, conv)
             for i, f in enumerate(fields)
-            if (conv := overrides.get(f.name) or _converter(hints[f.name])) is not None
+            if (conv := overrides.pop(f.name, None) or _converter(hints[f.name])) is not None
         )
-        for f in fields:
-            overrides.pop(f.name, None)
         # Fields whose Python value asyncpg would not take as is (a tuple, an enum).
         self._bindable = tuple(f.name for f in fields if _converter(hints[f.name]) is not None)
         if overrides:
@@ -237,9 +233,9 @@ class Table(Generic[M]):
 
     def from_record(self, record: Row) -> M:
         values = [record[column] for column in self.columns]
-        for i, conv, always in self._convert:
+        for i, conv in self._convert:
             value = values[i]
-            if value is not None or always:
+            if value is not None:
                 values[i] = conv(value)
         if self._positional:
             return self.model(*values)

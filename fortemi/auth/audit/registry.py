@@ -10,6 +10,7 @@ All SQL on the registry is here: the writer registers through it, the verifier r
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,7 +19,7 @@ from fortemi.auth.audit.chain import ROOT_LINK, registration_link
 from fortemi.auth.audit.keys import AuditKeyring
 from fortemi.auth.audit.models import Pin, Registration
 from fortemi.platform.database import Connection
-from fortemi.platform.sql import Query, Table
+from fortemi.platform.sql import Query, Row, Table
 
 __all__ = [
     "SEGMENT",
@@ -95,8 +96,6 @@ def pins_from_json(value: object) -> tuple[Pin, ...]:
 
 
 def _stored_pins(value: object) -> tuple[Pin, ...]:
-    if value is None:
-        return ()
     try:
         return pins_from_json(value)
     except ValueError:
@@ -134,7 +133,13 @@ VALUES (:segment, :host, :pid, 0, :link, :started_at, :ordinal, :key_id, :pins::
 
 async def load_segments(conn: Connection) -> dict[str, Segment]:
     """Every registered segment by name (one row per writer process ever started)."""
-    return {seg.name: seg for seg in SEGMENT.from_records(await conn.fetch(_SEGMENTS.sql))}
+    return {seg.name: seg for seg in map(_segment, await conn.fetch(_SEGMENTS.sql))}
+
+
+def _segment(row: Row) -> Segment:
+    segment = SEGMENT.from_record(row)
+    # An unkeyed segment stores no pins (NULL): it pins nothing.
+    return segment if segment.pins is not None else dataclasses.replace(segment, pins=())
 
 
 async def lock_registry(conn: Connection) -> None:
