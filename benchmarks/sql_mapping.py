@@ -5,9 +5,10 @@
 N note rows (dicts with the keys and value types asyncpg returns for ``note``) are mapped
 to :class:`~fortemi.platform.notes.models.Note` R times by a hand-written mapper (one
 ``Note(id=row["id"], ...)`` call, what the repositories had) and by
-``Table.from_record``; and the insert binds of N notes are built as a positional tuple
-and through ``Query.args``. The best round of each is printed, in microseconds per row.
-No database: this isolates the Python work the mapper adds to each row of a query.
+``Table.from_record``; and the insert arguments of N notes are built as the positional
+tuple the repository used to build and by ``NoteInsert.args`` (named binds). The best
+round of each is printed, in microseconds per row. No database: this isolates the Python
+work the mapper adds to each row of a query.
 """
 
 from __future__ import annotations
@@ -21,14 +22,11 @@ from typing import Any
 from uuid import uuid4
 
 from benchmarks._common import print_setup, table
-from fortemi.platform.notes.models import Note
-from fortemi.platform.sql import Query, Table
+from fortemi.platform.notes.models import Note, NoteDraft
+from fortemi.platform.notes.repository import NoteInsert
+from fortemi.platform.sql import Table
 
 NOTE = Table("note", Note)
-INSERT = Query(
-    "SELECT :id, :title, :content, :format, :source, :metadata, :tags, :collection, :project,"
-    " :starred, :archived, :content_hash, :external_source, :external_id, :actor, :skill"
-)
 
 
 def _hand(row: dict[str, Any]) -> Note:
@@ -87,28 +85,40 @@ def main() -> None:
     notes = [_hand(row) for row in rows]
     assert [NOTE.from_record(row) for row in rows] == notes
 
+    inserts = [
+        NoteInsert(
+            id=n.id,
+            state=NoteDraft(
+                title=n.title, content=n.content, format=n.format, source=n.source,
+                metadata=n.metadata, tags=n.tags, collection=n.collection, project=n.project,
+                skill=n.skill, starred=n.starred, archived=n.archived,
+            ),
+            content_hash=n.content_hash,
+            actor=None,
+        )
+        for n in notes
+    ]  # fmt: skip
+
     def tuples() -> object:
+        # The positional tuple the repository built before named binds.
         return [
-            (n.id, n.title, n.content, n.format, n.source, n.metadata, list(n.tags),
-             n.collection, n.project, n.starred, n.archived, n.content_hash,
-             n.external_source, n.external_id, None, n.skill)
-            for n in notes
+            (i.id, i.state.title, i.state.content, i.state.format, i.state.source,
+             i.state.metadata, list(i.state.tags), i.state.collection, i.state.project,
+             i.state.starred, i.state.archived, i.content_hash, i.external_source,
+             i.external_id, i.actor, i.state.skill)
+            for i in inserts
         ]  # fmt: skip
 
     def named() -> object:
-        return [
-            INSERT.args(NOTE.binds(n, omit=("version", "created_at", "updated_at", "deleted_at")),
-                        actor=None)
-            for n in notes
-        ]  # fmt: skip
+        return [i.args() for i in inserts]
 
     figures = [
         ("row -> Note, hand-written",
          _best(args.rounds, args.rows, lambda: list(map(_hand, rows)))),
         ("row -> Note, Table.from_record",
          _best(args.rounds, args.rows, lambda: list(map(NOTE.from_record, rows)))),
-        ("Note -> insert args, positional tuple", _best(args.rounds, args.rows, tuples)),
-        ("Note -> insert args, Table.binds + Query.args", _best(args.rounds, args.rows, named)),
+        ("NoteInsert -> args, positional tuple (before)", _best(args.rounds, args.rows, tuples)),
+        ("NoteInsert -> args, named binds (repository)", _best(args.rounds, args.rows, named)),
     ]  # fmt: skip
     print_setup(
         "sql_mapping",
