@@ -16,6 +16,8 @@ from uuid import UUID, uuid4
 import asyncpg
 import blake3
 
+from fortemi.platform.notes.repository import NOTE
+
 __all__ = ["Payload", "SqlNotes", "payloads"]
 
 _WORDS = (
@@ -34,11 +36,8 @@ _TAGS = (
     "work personal research ops infra backend frontend meeting todo idea reading draft "
     "reference archive urgent design security finance hiring travel"
 ).split()
-_NOTE_COLUMNS = (
-    "id, title, content, format, source, metadata, tags, collection, project, starred, "
-    "archived, version, content_hash, external_source, external_id, created_at, updated_at, "
-    "deleted_at"
-)
+# The note repository's declaration, so the raw-SQL path reads what the service reads.
+_NOTE_COLUMNS = NOTE.select_list
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,6 @@
 """SQL for webhooks, deliveries and attempts (``public.webhook*``). Values are always
-parameters; every statement is a constant."""
+parameters, bound by name; every statement is a constant, its column lists the fields of
+the models (:mod:`fortemi.platform.sql`)."""
 
 from __future__ import annotations
 
@@ -12,92 +13,72 @@ import asyncpg
 
 from fortemi.platform.database import Connection
 from fortemi.platform.errors import NotFound
+from fortemi.platform.sql import Query, Table
 from fortemi.webhooks.models import Attempt, Delivery, Webhook
 
 __all__ = ["WebhookRepository"]
 
-_W_COLUMNS = "id, memory, url, event_types, description, created_by, created_at"
-_D_COLUMNS = "id, webhook_id, event_id, event_type, job_id, status, created_at, finished_at"
+# Declared once: the columns are the fields of Webhook, Delivery and Attempt.
+WEBHOOK = Table("public.webhook", Webhook)
+DELIVERY = Table("public.webhook_delivery", Delivery)
+ATTEMPT = Table("public.webhook_attempt", Attempt)
 
-_INSERT = f"""
+_INSERT = WEBHOOK.query("""
 INSERT INTO public.webhook (id, memory, url, event_types, description, secret_ciphertext,
                             created_by)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-RETURNING {_W_COLUMNS}
-"""  # noqa: S608 - constants only
+VALUES (:id, :memory, :url, :event_types, :description, :secret_ciphertext, :created_by)
+RETURNING {columns}
+""")
 
-_GET = f"SELECT {_W_COLUMNS} FROM public.webhook WHERE id = $1 AND memory = $2"  # noqa: S608
-_LIST = f"""
-SELECT {_W_COLUMNS} FROM public.webhook WHERE memory = $1 ORDER BY created_at, id
-"""  # noqa: S608 - constants only
-_FOR_MEMORIES = f"""
-SELECT {_W_COLUMNS} FROM public.webhook WHERE memory = ANY($1::text[])
-"""  # noqa: S608 - constants only
-_DELETE = "DELETE FROM public.webhook WHERE id = $1 AND memory = $2 RETURNING id"
+_GET = WEBHOOK.query("SELECT {columns} FROM public.webhook WHERE id = :id AND memory = :memory")
+_LIST = WEBHOOK.query(
+    "SELECT {columns} FROM public.webhook WHERE memory = :memory ORDER BY created_at, id"
+)
+_FOR_MEMORIES = WEBHOOK.query(
+    "SELECT {columns} FROM public.webhook WHERE memory = ANY(:memories::text[])"
+)
+_DELETE = Query("DELETE FROM public.webhook WHERE id = :id AND memory = :memory RETURNING id")
 
-_INSERT_DELIVERY = """
+_INSERT_DELIVERY = Query("""
 INSERT INTO public.webhook_delivery (id, webhook_id, event_id, event_type, body)
-VALUES ($1, $2, $3, $4, $5)
+VALUES (:id, :webhook_id, :event_id, :event_type, :body)
 ON CONFLICT (webhook_id, event_id) DO NOTHING
 RETURNING id
-"""
-_SET_JOB = "UPDATE public.webhook_delivery SET job_id = $2 WHERE id = $1"
+""")
+_SET_JOB = Query("UPDATE public.webhook_delivery SET job_id = :job_id WHERE id = :id")
 
-_LOAD = """
+_LOAD = Query("""
 SELECT d.id AS delivery_id, d.event_type, d.event_id, d.body, d.status,
        w.id AS webhook_id, w.url, w.secret_ciphertext
 FROM public.webhook_delivery d JOIN public.webhook w ON w.id = d.webhook_id
-WHERE d.id = $1
-"""
+WHERE d.id = :id
+""")
 
-_INSERT_ATTEMPT = """
+# ``at`` is the database's clock (the column default), not the caller's.
+_INSERT_ATTEMPT = Query("""
 INSERT INTO public.webhook_attempt (delivery_id, attempt, outcome, status_code, failure_class,
                                    code, duration_ms, response_excerpt)
-SELECT $1, $2, $3, $4, $5, $6, $7, $8
-WHERE EXISTS (SELECT 1 FROM public.webhook_delivery WHERE id = $1)
-"""
-_FINISH_DELIVERY = """
-UPDATE public.webhook_delivery SET status = $2, finished_at = now()
-WHERE id = $1 AND status = 'pending'
-"""
+SELECT :delivery_id, :attempt, :outcome, :status_code, :failure_class, :code, :duration_ms,
+       :response_excerpt
+WHERE EXISTS (SELECT 1 FROM public.webhook_delivery WHERE id = :delivery_id)
+""")
+_FINISH_DELIVERY = Query("""
+UPDATE public.webhook_delivery SET status = :status, finished_at = now()
+WHERE id = :id AND status = 'pending'
+""")
 
-_DELIVERIES = f"""
-SELECT {_D_COLUMNS} FROM public.webhook_delivery
-WHERE webhook_id = $1 AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3::uuid))
+_DELIVERIES = DELIVERY.query("""
+SELECT {columns} FROM public.webhook_delivery
+WHERE webhook_id = :webhook_id
+  AND (:after_at::timestamptz IS NULL OR (created_at, id) < (:after_at, :after_id::uuid))
 ORDER BY created_at DESC, id DESC
-LIMIT $4
-"""  # noqa: S608 - constants only
-_ATTEMPTS = """
-SELECT delivery_id, attempt, at, outcome, status_code, failure_class, code, duration_ms,
-       response_excerpt
-FROM public.webhook_attempt WHERE delivery_id = ANY($1::uuid[])
+LIMIT :limit
+""")
+_ATTEMPTS = ATTEMPT.query("""
+SELECT delivery_id, {columns}
+FROM public.webhook_attempt WHERE delivery_id = ANY(:ids::uuid[])
 ORDER BY delivery_id, attempt, id
-"""
-
-
-def _webhook(row: asyncpg.Record) -> Webhook:
-    return Webhook(
-        id=row["id"],
-        memory=row["memory"],
-        url=row["url"],
-        event_types=tuple(row["event_types"]),
-        description=row["description"],
-        created_by=row["created_by"],
-        created_at=row["created_at"],
-    )
-
-
-def _delivery(row: asyncpg.Record) -> Delivery:
-    return Delivery(
-        id=row["id"],
-        webhook_id=row["webhook_id"],
-        event_id=row["event_id"],
-        event_type=row["event_type"],
-        job_id=row["job_id"],
-        status=row["status"],
-        created_at=row["created_at"],
-        finished_at=row["finished_at"],
-    )
+""")
 
 
 class WebhookRepository:
@@ -113,36 +94,38 @@ class WebhookRepository:
         created_by: str,
     ) -> Webhook:
         try:
-            row = await conn.fetchrow(
-                _INSERT,
-                webhook_id,
-                memory,
-                url,
-                list(event_types),
-                description,
-                sealed_secret,
-                created_by,
+            args = _INSERT.args(
+                id=webhook_id,
+                memory=memory,
+                url=url,
+                event_types=list(event_types),
+                description=description,
+                secret_ciphertext=sealed_secret,
+                created_by=created_by,
             )
+            row = await conn.fetchrow(_INSERT.sql, *args)
         except asyncpg.ForeignKeyViolationError as exc:
             raise NotFound(f"Memory {memory!r} does not exist", memory=memory) from exc
         if row is None:
             raise RuntimeError("INSERT ... RETURNING into webhook returned no row")
-        return _webhook(row)
+        return WEBHOOK.from_record(row)
 
     async def get(self, conn: Connection, webhook_id: UUID, memory: str) -> Webhook | None:
-        row = await conn.fetchrow(_GET, webhook_id, memory)
-        return _webhook(row) if row else None
+        row = await conn.fetchrow(_GET.sql, *_GET.args(id=webhook_id, memory=memory))
+        return WEBHOOK.from_record(row) if row else None
 
     async def list(self, conn: Connection, memory: str) -> builtins.list[Webhook]:
-        return [_webhook(row) for row in await conn.fetch(_LIST, memory)]
+        return WEBHOOK.from_records(await conn.fetch(_LIST.sql, *_LIST.args(memory=memory)))
 
     async def for_memories(
         self, conn: Connection, memories: Sequence[str]
     ) -> builtins.list[Webhook]:
-        return [_webhook(row) for row in await conn.fetch(_FOR_MEMORIES, list(memories))]
+        args = _FOR_MEMORIES.args(memories=list(memories))
+        return WEBHOOK.from_records(await conn.fetch(_FOR_MEMORIES.sql, *args))
 
     async def delete(self, conn: Connection, webhook_id: UUID, memory: str) -> bool:
-        return await conn.fetchval(_DELETE, webhook_id, memory) is not None
+        args = _DELETE.args(id=webhook_id, memory=memory)
+        return await conn.fetchval(_DELETE.sql, *args) is not None
 
     async def insert_delivery(
         self,
@@ -154,34 +137,31 @@ class WebhookRepository:
         body: bytes,
     ) -> bool:
         """Whether it was new (a (webhook, event) pair is delivered once)."""
-        inserted = await conn.fetchval(
-            _INSERT_DELIVERY, delivery_id, webhook_id, event_id, event_type, body
+        args = _INSERT_DELIVERY.args(
+            id=delivery_id,
+            webhook_id=webhook_id,
+            event_id=event_id,
+            event_type=event_type,
+            body=body,
         )
+        inserted = await conn.fetchval(_INSERT_DELIVERY.sql, *args)
         return inserted is not None
 
     async def set_job(self, conn: Connection, delivery_id: UUID, job_id: UUID) -> None:
-        await conn.execute(_SET_JOB, delivery_id, job_id)
+        await conn.execute(_SET_JOB.sql, *_SET_JOB.args(id=delivery_id, job_id=job_id))
 
     async def load(self, conn: Connection, delivery_id: UUID) -> asyncpg.Record | None:
         """The delivery with its webhook's URL and sealed secret; None once either is gone."""
-        return await conn.fetchrow(_LOAD, delivery_id)
+        return await conn.fetchrow(_LOAD.sql, *_LOAD.args(id=delivery_id))
 
     async def record_attempt(
         self, conn: Connection, delivery_id: UUID, attempt: Attempt, final_status: str | None
     ) -> None:
-        await conn.execute(
-            _INSERT_ATTEMPT,
-            delivery_id,
-            attempt.attempt,
-            attempt.outcome,
-            attempt.status_code,
-            attempt.failure_class,
-            attempt.code,
-            attempt.duration_ms,
-            attempt.response_excerpt,
-        )
+        args = _INSERT_ATTEMPT.args(ATTEMPT.binds(attempt, omit=("at",)), delivery_id=delivery_id)
+        await conn.execute(_INSERT_ATTEMPT.sql, *args)
         if final_status is not None:
-            await conn.execute(_FINISH_DELIVERY, delivery_id, final_status)
+            finish = _FINISH_DELIVERY.args(id=delivery_id, status=final_status)
+            await conn.execute(_FINISH_DELIVERY.sql, *finish)
 
     async def deliveries(
         self,
@@ -191,24 +171,14 @@ class WebhookRepository:
         limit: int,
     ) -> builtins.list[Delivery]:
         at, last_id = after if after is not None else (None, None)
-        rows = await conn.fetch(_DELIVERIES, webhook_id, at, last_id, limit)
-        return [_delivery(row) for row in rows]
+        args = _DELIVERIES.args(webhook_id=webhook_id, after_at=at, after_id=last_id, limit=limit)
+        return DELIVERY.from_records(await conn.fetch(_DELIVERIES.sql, *args))
 
     async def attempts(
         self, conn: Connection, delivery_ids: Sequence[UUID]
     ) -> dict[UUID, builtins.list[Attempt]]:
         found: dict[UUID, builtins.list[Attempt]] = {}
-        for row in await conn.fetch(_ATTEMPTS, list(delivery_ids)):
-            found.setdefault(row["delivery_id"], []).append(
-                Attempt(
-                    attempt=row["attempt"],
-                    at=row["at"],
-                    outcome=row["outcome"],
-                    status_code=row["status_code"],
-                    failure_class=row["failure_class"],
-                    code=row["code"],
-                    duration_ms=row["duration_ms"],
-                    response_excerpt=row["response_excerpt"],
-                )
-            )
+        rows = await conn.fetch(_ATTEMPTS.sql, *_ATTEMPTS.args(ids=list(delivery_ids)))
+        for row in rows:
+            found.setdefault(row["delivery_id"], []).append(ATTEMPT.from_record(row))
         return found

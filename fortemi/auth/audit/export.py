@@ -25,14 +25,19 @@ from typing import Any, Literal, TextIO
 
 from fortemi.auth.audit.chain import format_at
 from fortemi.auth.audit.models import AuditEntry, AuditFilter
-from fortemi.auth.audit.repository import COLUMNS, entry_from_row, where_clause
+from fortemi.auth.audit.repository import entries_in_order
 from fortemi.platform.database import Database
 from fortemi.platform.errors import BadUserInput
 
 __all__ = ["FIELDS", "Format", "export", "to_row"]
 
 Format = Literal["jsonl", "csv"]
-FIELDS = tuple(name.strip() for name in COLUMNS.split(","))
+# The export format's columns, in the order readers of earlier exports rely on.
+FIELDS = (
+    "id", "at", "user_id", "groups", "resource_type", "resource_name", "memory", "action",
+    "decision", "reason", "policy_version", "trace_id", "client_request_id", "client_addr",
+    "job_id", "details", "segment", "seq", "prev_hash", "chain_hash",
+)  # fmt: skip
 _PREFETCH = 1000
 
 
@@ -84,17 +89,15 @@ async def export(
     order; returns how many rows were written."""
     if fmt not in ("jsonl", "csv"):
         raise BadUserInput("format must be jsonl or csv", field="format")
-    args: list[Any] = []
-    where = where_clause(AuditFilter(since=since, until=until), args)
-    query = f"SELECT {COLUMNS} FROM public.rbac_audit_log {where} ORDER BY id"  # noqa: S608
+    scan = entries_in_order(AuditFilter(since=since, until=until), prefetch=_PREFETCH)
     writer = csv.writer(out) if fmt == "csv" else None
     if writer is not None:
         writer.writerow(FIELDS)
     written = 0
     async with db.connection() as conn:
         async with conn.transaction(isolation="repeatable_read", readonly=True):
-            async for record in conn.cursor(query, *args, prefetch=_PREFETCH):
-                row = to_row(entry_from_row(record))
+            async for entry in scan(conn):
+                row = to_row(entry)
                 if writer is None:
                     out.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")))
                     out.write("\n")

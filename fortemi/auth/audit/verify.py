@@ -41,39 +41,11 @@ from fortemi.auth.audit.chain import chain_hash, unkeyed_chain_hash, unkeyed_gen
 from fortemi.auth.audit.keys import AuditKeyring
 from fortemi.auth.audit.models import AuditRecord, Pin, Verification
 from fortemi.auth.audit.registry import Segment, check_registry, load_segments
-from fortemi.auth.audit.repository import COLUMNS, entry_from_row
+from fortemi.auth.audit.repository import anchor, first_id, log_segments, walk_from
 from fortemi.platform.database import Connection, Database
 from fortemi.platform.errors import BadUserInput
 
 __all__ = ["verify"]
-
-# The distinct segments of the log by a skip scan over the (segment, seq) index: one index
-# probe per segment instead of reading every row.
-_LOG_SEGMENTS = """
-WITH RECURSIVE s(segment) AS (
-    (SELECT segment FROM public.rbac_audit_log ORDER BY segment LIMIT 1)
-    UNION ALL
-    SELECT (SELECT l.segment FROM public.rbac_audit_log AS l
-            WHERE l.segment > s.segment ORDER BY l.segment LIMIT 1)
-    FROM s WHERE s.segment IS NOT NULL
-)
-SELECT segment FROM s WHERE segment IS NOT NULL
-"""
-
-_FIRST = "SELECT id FROM public.rbac_audit_log WHERE segment = $1 ORDER BY seq LIMIT 1"
-_FIRST_SINCE = """
-SELECT seq, prev_hash FROM public.rbac_audit_log
-WHERE segment = $1 AND at >= $2 ORDER BY seq LIMIT 1
-"""
-_LAST = """
-SELECT seq, prev_hash FROM public.rbac_audit_log
-WHERE segment = $1 ORDER BY seq DESC LIMIT 1
-"""
-
-_WALK = (
-    f"SELECT {COLUMNS} FROM public.rbac_audit_log "  # noqa: S608 - constants only
-    "WHERE segment = $1 AND seq >= $2 ORDER BY seq"
-)
 
 Hasher = Callable[[str, str, int, AuditRecord], str]
 
@@ -143,7 +115,7 @@ async def verify(
             for problem in check_registry(segments, keyring):
                 row_id = None
                 if problem.segment is not None:
-                    row_id = await conn.fetchval(_FIRST, problem.segment)
+                    row_id = await first_id(conn, problem.segment)
                 findings.broken(row_id, problem.text)
             # Unkeyed segments: the last seq a keyed registration vouches for.
             anchored: dict[str, int] = {}
@@ -154,7 +126,7 @@ async def verify(
                         pins.add(pin, by)
                         anchored[pin.segment] = max(pin.seq, anchored.get(pin.segment, 0))
             if segment is None:
-                logged = {r["segment"] for r in await conn.fetch(_LOG_SEGMENTS)}
+                logged = await log_segments(conn)
                 names: Sequence[str] = sorted(set(segments) | logged)
                 for gone in sorted(set(pins.by_segment) - set(names)):
                     by = pins.first_by(gone)
@@ -204,7 +176,7 @@ async def _walk(
     """Check one segment's rows from its anchor, then its pins and head."""
     if segment is None:
         # Without its registration neither the key nor the genesis of these rows is known.
-        first = await conn.fetchval(_FIRST, name)
+        first = await first_id(conn, name)
         findings.broken(first, f"segment {name!r} has rows but no registration: it was deleted")
         return
     how = _hasher(segment, keyring)
@@ -213,19 +185,17 @@ async def _walk(
     hasher, genesis = how
     start, expected_prev = 1, genesis
     if since is not None:
-        anchor = await conn.fetchrow(_FIRST_SINCE, name, since)
-        # No row since then: still check the last row against the head (a deleted tail).
-        anchor = anchor or await conn.fetchrow(_LAST, name)
-        if anchor is not None:
-            start, expected_prev = anchor["seq"], anchor["prev_hash"]
+        # No row since then: the last row, still checked against the head (a deleted tail).
+        found = await anchor(conn, name, since)
+        if found is not None:
+            start, expected_prev = found
     if start == 1:
         for pinned_hash, by in pins.get(0, []):
             if pinned_hash != genesis:
                 findings.broken(None, f"segment {name!r} does not start where {by} saw it start")
     expected_seq = start
     last: tuple[int, int, str] | None = None  # (id, seq, chain_hash) of the last row seen
-    async for row in conn.cursor(_WALK, name, start, prefetch=page_size):
-        entry = entry_from_row(row)
+    async for entry in walk_from(conn, name, start, prefetch=page_size):
         findings.checked += 1
         where = f"segment {name!r} seq {entry.seq} (id {entry.id})"
         if not segment.keyed and anchored is None and last is None:

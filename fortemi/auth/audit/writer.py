@@ -27,8 +27,8 @@ Contract (the :class:`~fortemi.auth.audit.models.AuditSink` one, made exact):
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
-import json
 import logging
 import os
 import secrets
@@ -38,9 +38,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 
+from fortemi.auth.audit import registry, repository
 from fortemi.auth.audit.chain import ROOT_LINK, chain_hash, registration_link, stored_form
 from fortemi.auth.audit.keys import AuditKeyring
-from fortemi.auth.audit.models import AuditEntry, AuditRecord, Pin, Registration
+from fortemi.auth.audit.models import AuditEntry, AuditRecord, Registration
 from fortemi.platform.database import Connection, Database
 from fortemi.platform.errors import Unavailable
 from fortemi.platform.metrics import AUDIT_WRITE_SECONDS
@@ -55,56 +56,6 @@ log = logging.getLogger(__name__)
 
 REFUSED = "The audit log is unavailable; the request was refused"
 OnCommitted = Callable[[Sequence[AuditEntry]], Awaitable[None]]
-
-# Registrations are numbered and chained one after another, so they are serialised by a
-# transaction-scoped lock; a process registers once, so the lock is never contended for long.
-_REGISTRY_LOCK = "SELECT pg_advisory_xact_lock(hashtext('fortemi.audit.segment-registry'))"
-_SEGMENT = "SELECT key_id FROM public.rbac_audit_segment WHERE segment = $1"
-_LAST_REGISTRATION = """
-SELECT ordinal, segment, last_seq, last_hash, link FROM public.rbac_audit_segment
-WHERE ordinal IS NOT NULL ORDER BY ordinal DESC LIMIT 1
-"""
-_UNKEYED_HEADS = """
-SELECT segment, last_seq, last_hash FROM public.rbac_audit_segment WHERE ordinal IS NULL
-"""
-_REGISTER = """
-INSERT INTO public.rbac_audit_segment
-    (segment, host, pid, last_seq, last_hash, started_at, ordinal, key_id, pins, prev_link,
-     link)
-VALUES ($1, $2, $3, 0, $9, $4, $5, $6, $7::jsonb, $8, $9)
-"""
-
-_HEAD = "SELECT last_seq, last_hash FROM public.rbac_audit_segment WHERE segment = $1"
-
-# The head moves by compare-and-set ($4/$5: the head this batch was chained from) and the
-# rows join ``head``, so when the head has moved nothing at all is written. Groups and
-# details travel as JSON text: unnest cannot carry an array of arrays of varying length.
-_INSERT = """
-WITH head AS (
-    UPDATE public.rbac_audit_segment
-    SET last_seq = $2, last_hash = $3
-    WHERE segment = $1 AND last_seq = $4 AND last_hash = $5
-    RETURNING segment
-)
-INSERT INTO public.rbac_audit_log
-    (at, user_id, groups, resource_type, resource_name, memory, action, decision, reason,
-     policy_version, trace_id, client_addr, job_id, details, client_request_id, segment,
-     seq, prev_hash, chain_hash)
-SELECT r.at, r.user_id, ARRAY(SELECT jsonb_array_elements_text(r.groups::jsonb)),
-       r.resource_type, r.resource_name, r.memory, r.action, r.decision, r.reason,
-       r.policy_version, r.trace_id, r.client_addr, r.job_id, r.details::jsonb,
-       r.client_request_id, head.segment, $4 + r.n, r.prev_hash, r.chain_hash
-FROM head,
-     unnest($6::timestamptz[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
-            $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[],
-            $18::text[], $19::text[], $20::text[], $21::text[], $22::text[])
-         WITH ORDINALITY
-         AS r(at, user_id, groups, resource_type, resource_name, memory, action, decision,
-              reason, policy_version, trace_id, client_addr, job_id, details,
-              client_request_id, prev_hash, chain_hash, n)
-ORDER BY r.n
-RETURNING id, seq
-"""
 
 
 def default_segment() -> str:
@@ -167,16 +118,16 @@ class AuditWriter:
             raise RuntimeError("AuditWriter.start() was already awaited")
         async with self._db.connection() as conn:
             async with conn.transaction():
-                await conn.execute(_REGISTRY_LOCK)
-                existing = await conn.fetchrow(_SEGMENT, self.segment)
-                if existing is None:
+                await registry.lock_registry(conn)
+                exists, kid = await registry.registered_key(conn, self.segment)
+                if not exists:
                     await self._register(conn)
                 else:
-                    self._key = self._resumed_key(existing["key_id"])
-            row = await conn.fetchrow(_HEAD, self.segment)
-        if row is None:  # just inserted, unless someone deleted it in between
+                    self._key = self._resumed_key(kid)
+            found = await repository.head(conn, self.segment)
+        if found is None:  # just inserted, unless someone deleted it in between
             raise _HeadMoved(f"segment {self.segment} vanished while it was registered")
-        self._head = (row["last_seq"], row["last_hash"])
+        self._head = found
         self._task = asyncio.create_task(self._run(), name=f"audit-writer {self.segment}")
         if self._on_committed is not None:
             self._notifier = asyncio.create_task(
@@ -184,15 +135,14 @@ class AuditWriter:
             )
 
     async def _register(self, conn: Connection) -> None:
-        last = await conn.fetchrow(_LAST_REGISTRATION)
+        last = await registry.last_registration(conn)
         if last is None:
             # The first keyed segment anchors every segment written before keyed chaining.
-            unkeyed = await conn.fetch(_UNKEYED_HEADS)
             ordinal, prev_link = 1, ROOT_LINK
-            pins = tuple(Pin(r["segment"], r["last_seq"], r["last_hash"]) for r in unkeyed)
+            pins = tuple(await registry.unkeyed_heads(conn))
         else:
-            ordinal, prev_link = last["ordinal"] + 1, last["link"]
-            pins = (Pin(last["segment"], last["last_seq"], last["last_hash"]),)
+            ordinal, prev_link = last[0] + 1, last[1]
+            pins = (last[2],)
         unlinked = Registration(
             ordinal=ordinal,
             segment=self.segment,
@@ -203,11 +153,12 @@ class AuditWriter:
             link="",
         )
         link = registration_link(self._key, prev_link, unlinked)
-        pins_json = json.dumps([[p.segment, p.seq, p.hash] for p in unlinked.pins])
-        await conn.execute(
-            _REGISTER, self.segment, socket.gethostname(), os.getpid(), unlinked.started_at,
-            ordinal, unlinked.key_id, pins_json, prev_link, link,
-        )  # fmt: skip
+        await registry.register(
+            conn,
+            dataclasses.replace(unlinked, link=link),
+            host=socket.gethostname(),
+            pid=os.getpid(),
+        )
 
     def _resumed_key(self, kid: str | None) -> bytes:
         key = None if kid is None else self.keyring.get(kid)
@@ -344,10 +295,9 @@ class AuditWriter:
         head = self._head
         if head is None:
             async with self._db.connection() as conn:
-                row = await conn.fetchrow(_HEAD, self.segment)
-            if row is None:
+                head = await repository.head(conn, self.segment)
+            if head is None:
                 raise _HeadMoved(f"segment {self.segment} has no head row")
-            head = (row["last_seq"], row["last_hash"])
         first_seq, prev = head[0] + 1, head[1]
         links: list[tuple[str, str]] = []
         for seq, record in enumerate(records, first_seq):
@@ -355,15 +305,13 @@ class AuditWriter:
             links.append((prev, current))
             prev = current
         last_seq = head[0] + len(records)
-        columns = _columns(records, links)
         async with self._db.connection() as conn:
-            rows = await conn.fetch(_INSERT, self.segment, last_seq, prev, *head, *columns)
-        if len(rows) != len(records):
+            ids = await repository.insert_batch(conn, self.segment, head, records, links)
+        if len(ids) != len(records):
             raise _HeadMoved(
                 f"segment {self.segment}: the head moved from seq {head[0]}; "
                 "is another process writing this segment?"
             )
-        ids = {row["seq"]: row["id"] for row in rows}
         self._head = (last_seq, prev)
         return [
             AuditEntry(ids[seq], record, self.segment, seq, prev_hash, current)
@@ -378,26 +326,3 @@ class AuditWriter:
                 await on_committed(entries)
             except Exception:
                 log.exception("audit segment %s: on_committed failed", self.segment)
-
-
-def _columns(records: list[AuditRecord], links: list[tuple[str, str]]) -> list[list[object]]:
-    """The batch as one array per column, in the order ``_INSERT`` unnests them."""
-    return [
-        [r.at for r in records],
-        [r.user_id for r in records],
-        [json.dumps(list(r.groups), ensure_ascii=False) for r in records],
-        [r.resource_type for r in records],
-        [r.resource_name for r in records],
-        [r.memory for r in records],
-        [r.action for r in records],
-        [r.decision for r in records],
-        [r.reason for r in records],
-        [r.policy_version for r in records],
-        [r.trace_id for r in records],
-        [r.client_addr for r in records],
-        [r.job_id for r in records],
-        [json.dumps(r.details, ensure_ascii=False) for r in records],
-        [r.client_request_id for r in records],
-        [prev for prev, _ in links],
-        [current for _, current in links],
-    ]

@@ -25,6 +25,7 @@ import asyncpg
 from fortemi.auth.decision import ResourceType
 from fortemi.auth.policy.model import Defaults, Policy, PolicyError
 from fortemi.auth.policy.policyset import PolicySet
+from fortemi.auth.policy.repository import delete_policy, get_policy, load_policies, put_policy
 from fortemi.auth.policy.validation import (
     PolicyValidationError,
     check_resource_name,
@@ -71,18 +72,14 @@ class DatabasePolicyProvider:
         async with self._lock:
             writes = self._writes
             async with self._db.shared_transaction() as conn:
-                rows = await conn.fetch(
-                    "SELECT resource_type, memory, name, document FROM public.access_policy"
-                )
+                rows = await load_policies(conn)
             policies: list[Policy] = []
             errors: list[PolicyError] = []
             for row in rows:
                 # Rows were validated when put; one that no longer validates (edited by
                 # hand, or a stricter release) is left out, so its resource gets the default.
                 try:
-                    policies.append(
-                        _parse(row["resource_type"], row["memory"], row["name"], row["document"])
-                    )
+                    policies.append(_parse(row.resource_type, row.memory, row.name, row.document))
                 except PolicyValidationError as exc:
                     errors.extend(exc.errors)
                     log.error("stored policy left out: %s", exc)
@@ -97,17 +94,11 @@ class DatabasePolicyProvider:
         resource_type = _resource_type(resource_type)
         memory = _normalize(resource_type, memory, name)
         async with self._db.shared_transaction() as conn:
-            row = await conn.fetchrow(
-                "SELECT document, updated_at, updated_by FROM public.access_policy "
-                "WHERE resource_type = $1 AND memory IS NOT DISTINCT FROM $2 AND name = $3",
-                resource_type.value,
-                memory,
-                name,
-            )
+            row = await get_policy(conn, resource_type.value, memory, name)
         if row is None:
             return None
-        policy = _parse(resource_type.value, memory, name, row["document"])
-        return StoredPolicy(policy, row["document"], row["updated_at"], row["updated_by"])
+        policy = _parse(resource_type.value, memory, name, row.document)
+        return StoredPolicy(policy, row.document, row.updated_at, row.updated_by)
 
     def validate(
         self,
@@ -161,19 +152,7 @@ class DatabasePolicyProvider:
         memory = policy.memory
         try:
             async with self._db.shared_transaction() as conn:
-                await conn.execute(
-                    """INSERT INTO public.access_policy
-                           (resource_type, memory, name, document, updated_by)
-                       VALUES ($1, $2, $3, $4, $5)
-                       ON CONFLICT (resource_type, (coalesce(memory, '')), name) DO UPDATE
-                       SET document = EXCLUDED.document, updated_by = EXCLUDED.updated_by,
-                           updated_at = now()""",
-                    policy.resource_type.value,
-                    memory,
-                    name,
-                    document,
-                    actor,
-                )
+                await put_policy(conn, policy.resource_type.value, memory, name, document, actor)
         except asyncpg.ForeignKeyViolationError as exc:
             raise NotFound(f"Memory {memory!r} does not exist", memory=memory) from exc
         finally:
@@ -188,16 +167,10 @@ class DatabasePolicyProvider:
         memory = _normalize(resource_type, memory, name)
         try:
             async with self._db.shared_transaction() as conn:
-                status = await conn.execute(
-                    "DELETE FROM public.access_policy WHERE resource_type = $1 "
-                    "AND memory IS NOT DISTINCT FROM $2 AND name = $3",
-                    resource_type.value,
-                    memory,
-                    name,
-                )
+                deleted = await delete_policy(conn, resource_type.value, memory, name)
         finally:
             self._writes += 1
-        return bool(status != "DELETE 0")
+        return deleted
 
 
 def _resource_type(value: ResourceType | str) -> ResourceType:

@@ -6,46 +6,43 @@ import asyncpg
 
 from fortemi.platform.database import memory_schema
 from fortemi.platform.memories.models import Memory
+from fortemi.platform.sql import Query, Table
 
-__all__ = ["MemoryRepository"]
+__all__ = ["MEMORY", "MemoryRepository"]
 
-_SELECT = "SELECT name, is_default, schema_version, created_at, created_by FROM public.memory"
+# Declared once: a memory's columns are the fields of Memory.
+MEMORY = Table("public.memory", Memory)
 
-
-def _memory(row: asyncpg.Record) -> Memory:
-    return Memory(
-        name=row["name"],
-        is_default=row["is_default"],
-        schema_version=row["schema_version"],
-        created_at=row["created_at"],
-        created_by=row["created_by"],
-    )
+_GET = MEMORY.query("SELECT {columns} FROM public.memory WHERE name = :name")
+_GET_LOCKED = MEMORY.query("SELECT {columns} FROM public.memory WHERE name = :name FOR UPDATE")
+_LIST = MEMORY.query("SELECT {columns} FROM public.memory ORDER BY name")
+_DEFAULT = MEMORY.query("SELECT {columns} FROM public.memory WHERE is_default")
+_INSERT = MEMORY.insert(
+    ("name", "created_by"), suffix="ON CONFLICT (name) DO NOTHING RETURNING true"
+)
+_DELETE = Query("DELETE FROM public.memory WHERE name = :name")
+_CLEAR_DEFAULT = Query("UPDATE public.memory SET is_default = false WHERE is_default")
+_SET_DEFAULT = Query("UPDATE public.memory SET is_default = true WHERE name = :name")
 
 
 class MemoryRepository:
     async def get(
         self, conn: asyncpg.Connection, name: str, *, lock: bool = False
     ) -> Memory | None:
-        suffix = " WHERE name = $1 FOR UPDATE" if lock else " WHERE name = $1"
-        row = await conn.fetchrow(_SELECT + suffix, name)
-        return _memory(row) if row else None
+        query = _GET_LOCKED if lock else _GET
+        row = await conn.fetchrow(query.sql, *query.args(name=name))
+        return MEMORY.from_record(row) if row else None
 
     async def list(self, conn: asyncpg.Connection) -> list[Memory]:
-        rows = await conn.fetch(_SELECT + " ORDER BY name")
-        return [_memory(row) for row in rows]
+        return MEMORY.from_records(await conn.fetch(_LIST.sql))
 
     async def default(self, conn: asyncpg.Connection) -> Memory | None:
-        row = await conn.fetchrow(_SELECT + " WHERE is_default")
-        return _memory(row) if row else None
+        row = await conn.fetchrow(_DEFAULT.sql)
+        return MEMORY.from_record(row) if row else None
 
     async def insert(self, conn: asyncpg.Connection, name: str, created_by: str | None) -> bool:
         """Register ``name`` and create its empty schema; False if it already exists."""
-        inserted = await conn.fetchval(
-            "INSERT INTO public.memory (name, created_by) VALUES ($1, $2) "
-            "ON CONFLICT (name) DO NOTHING RETURNING true",
-            name,
-            created_by,
-        )
+        inserted = await conn.fetchval(_INSERT.sql, *_INSERT.args(name=name, created_by=created_by))
         if not inserted:
             return False
         await conn.execute(f"CREATE SCHEMA {memory_schema(name)}")
@@ -53,8 +50,8 @@ class MemoryRepository:
 
     async def drop(self, conn: asyncpg.Connection, name: str) -> None:
         await conn.execute(f"DROP SCHEMA IF EXISTS {memory_schema(name)} CASCADE")
-        await conn.execute("DELETE FROM public.memory WHERE name = $1", name)
+        await conn.execute(_DELETE.sql, *_DELETE.args(name=name))
 
     async def set_default(self, conn: asyncpg.Connection, name: str) -> None:
-        await conn.execute("UPDATE public.memory SET is_default = false WHERE is_default")
-        await conn.execute("UPDATE public.memory SET is_default = true WHERE name = $1", name)
+        await conn.execute(_CLEAR_DEFAULT.sql)
+        await conn.execute(_SET_DEFAULT.sql, *_SET_DEFAULT.args(name=name))

@@ -1,9 +1,10 @@
 """All SQL for notes, their originals and their versions.
 
 Every method takes a connection inside ``Database.memory_transaction`` (the search path is
-the memory's schema, so table names are unqualified). Values always travel as ``$n``
-parameters. Query text is spliced only from this module's constants (the column list) and,
-for filters, from fixed fragments; those lines carry ``noqa: S608`` for that reason.
+the memory's schema, so table names are unqualified). Values always travel as parameters,
+bound by name (:mod:`fortemi.platform.sql`); the column lists come from the tables declared
+below. Only the filtered list and count splice text at run time, from fixed fragments;
+those lines carry ``noqa: S608`` for that reason.
 
 Writes that span tables are single statements with data-modifying CTEs: the note, its
 version row (and, on insert, its original) are written in one round trip, and the version
@@ -28,34 +29,36 @@ from fortemi.platform.notes.models import (
     NoteVersion,
     NoteVisibility,
 )
-from fortemi.platform.sql import Where
+from fortemi.platform.sql import Query, Table, Where
 
-__all__ = ["NoteInsert", "NoteRepository", "NoteWrite", "note_filter_where"]
+__all__ = ["NOTE", "NOTE_VERSION", "NoteInsert", "NoteRepository", "NoteWrite", "note_filter_where"]
 
-_COLUMNS = (
-    "id, title, content, format, source, metadata, tags, collection, project, skill, starred, "
-    "archived, version, content_hash, external_source, external_id, created_at, updated_at, "
-    "deleted_at"
-)
-_VERSION_COLUMNS = (
-    "note_id, version, title, content, format, metadata, tags, content_hash, created_at, created_by"
-)
+# The note's columns are the fields of Note, its versions' the fields of NoteVersion, and
+# a new or updated note's writable columns the fields of NoteDraft: declared once, there.
+NOTE = Table("note", Note)
+NOTE_VERSION = Table("note_version", NoteVersion)
+_DRAFT = Table("note", NoteDraft)
 
-_GET = f"SELECT {_COLUMNS} FROM note WHERE id = $1"  # noqa: S608 - constants only
+_GET = NOTE.query("SELECT {columns} FROM note WHERE id = :id")
+_GET_LOCKED = NOTE.query("SELECT {columns} FROM note WHERE id = :id FOR UPDATE")
 
-_GET_MANY = f"SELECT {_COLUMNS} FROM note WHERE id = ANY($1::uuid[])"  # noqa: S608
+_GET_MANY = NOTE.query("SELECT {columns} FROM note WHERE id = ANY(:ids::uuid[])")
 
 # One clock reading per row (clock_timestamp, not now()) so notes created in one batch keep
-# their order; created_at = updated_at for a new note.
-_INSERT = f"""
+# their order; created_at = updated_at for a new note. The version row's columns are
+# NoteVersion's, filled from the note's in that order (note_id from id).
+_INSERT = NOTE.query(
+    """
 WITH t AS (SELECT clock_timestamp() AS at),
 n AS (
     INSERT INTO note (id, title, content, format, source, metadata, tags, collection, project,
                       starred, archived, version, content_hash, external_source, external_id,
                       created_at, updated_at, created_by, updated_by, skill)
-    SELECT $1::uuid, $2::text, $3::text, $4::text, $5::text, $6::jsonb, $7::text[], $8::text,
-           $9::text, $10::boolean, $11::boolean, 1, $12::text, $13::text, $14::text,
-           t.at, t.at, $15::text, $15::text, $16::text
+    SELECT :id::uuid, :title::text, :content::text, :format::text, :source::text,
+           :metadata::jsonb, :tags::text[], :collection::text, :project::text,
+           :starred::boolean, :archived::boolean, 1, :content_hash::text,
+           :external_source::text, :external_id::text, t.at, t.at, :actor::text,
+           :actor::text, :skill::text
     FROM t
     RETURNING *
 ),
@@ -64,78 +67,94 @@ o AS (
     SELECT id, content, content_hash, created_at FROM n
 ),
 v AS (
-    INSERT INTO note_version ({_VERSION_COLUMNS})
+    INSERT INTO note_version ({version_columns})
     SELECT id, version, title, content, format, metadata, tags, content_hash, created_at,
            created_by
     FROM n
 )
-SELECT {_COLUMNS} FROM n
-"""  # noqa: S608
+SELECT {columns} FROM n
+""",
+    version_columns=NOTE_VERSION.select_list,
+)
 
-# $14 says whether the versioned fields changed: only then is a version row written (the
-# caller has already set $11 to the next version number under a row lock).
-_WRITE = f"""
+# :new_version says whether the versioned fields changed: only then is a version row
+# written (the caller has already set :version to the next number under a row lock).
+_WRITE = NOTE.query(
+    """
 WITH t AS (SELECT clock_timestamp() AS at),
 n AS (
     UPDATE note
-    SET title = $2::text, content = $3::text, format = $4::text, metadata = $5::jsonb,
-        tags = $6::text[], collection = $7::text, project = $8::text, starred = $9::boolean,
-        archived = $10::boolean, version = $11::integer, content_hash = $12::text,
-        updated_at = t.at, updated_by = $13::text, skill = $15::text
+    SET title = :title::text, content = :content::text, format = :format::text,
+        metadata = :metadata::jsonb, tags = :tags::text[], collection = :collection::text,
+        project = :project::text, starred = :starred::boolean, archived = :archived::boolean,
+        version = :version::integer, content_hash = :content_hash::text, updated_at = t.at,
+        updated_by = :actor::text, skill = :skill::text
     FROM t
-    WHERE note.id = $1::uuid
+    WHERE note.id = :id::uuid
     RETURNING note.*
 ),
 v AS (
-    INSERT INTO note_version ({_VERSION_COLUMNS})
+    INSERT INTO note_version ({version_columns})
     SELECT id, version, title, content, format, metadata, tags, content_hash, updated_at,
            updated_by
     FROM n
-    WHERE $14::boolean
+    WHERE :new_version::boolean
 )
-SELECT {_COLUMNS} FROM n
-"""  # noqa: S608
+SELECT {columns} FROM n
+""",
+    version_columns=NOTE_VERSION.select_list,
+)
 
 # Only a live note is deleted and only a deleted one restored, so repeating either is a
 # no-op that leaves deleted_at (and updated_at) as they were.
-_SOFT_DELETE = f"""
+_SOFT_DELETE = NOTE.query("""
 WITH t AS (SELECT clock_timestamp() AS at)
-UPDATE note SET deleted_at = t.at, updated_at = t.at, updated_by = $2
+UPDATE note SET deleted_at = t.at, updated_at = t.at, updated_by = :actor
 FROM t
-WHERE note.id = $1 AND note.deleted_at IS NULL
-RETURNING {_COLUMNS}
-"""  # noqa: S608
+WHERE note.id = :id AND note.deleted_at IS NULL
+RETURNING {columns}
+""")
 
-_PURGE = f"""
-DELETE FROM note WHERE id = $1 AND deleted_at IS NOT NULL RETURNING {_COLUMNS}
-"""  # noqa: S608
+_PURGE = NOTE.query(
+    "DELETE FROM note WHERE id = :id AND deleted_at IS NOT NULL RETURNING {columns}"
+)
 
-_RESTORE = f"""
-UPDATE note SET deleted_at = NULL, updated_at = clock_timestamp(), updated_by = $2
-WHERE id = $1 AND deleted_at IS NOT NULL
-RETURNING {_COLUMNS}
-"""  # noqa: S608
+_RESTORE = NOTE.query("""
+UPDATE note SET deleted_at = NULL, updated_at = clock_timestamp(), updated_by = :actor
+WHERE id = :id AND deleted_at IS NOT NULL
+RETURNING {columns}
+""")
 
-_VERSIONS = f"SELECT {_VERSION_COLUMNS} FROM note_version WHERE note_id = $1 ORDER BY version"  # noqa: S608
+_VERSIONS = NOTE_VERSION.query(
+    "SELECT {columns} FROM note_version WHERE note_id = :id ORDER BY version"
+)
 
-_VERSION = f"SELECT {_VERSION_COLUMNS} FROM note_version WHERE note_id = $1 AND version = $2"  # noqa: S608
+_VERSION = NOTE_VERSION.query(
+    "SELECT {columns} FROM note_version WHERE note_id = :id AND version = :version"
+)
 
 # Advisory locks, one per (memory schema, source, external id), taken in key order so two
 # batches never wait on each other in a cycle. They serialise batches on the same ids even
 # when the note does not exist yet, which a row lock cannot. The two-int4 key space is
 # apart from the bigint one the migrations lock in; a hash collision only over-serialises.
-_LOCK_EXTERNAL = """
+_LOCK_EXTERNAL = Query("""
 SELECT pg_advisory_xact_lock(hashtext(current_schema()), k)
-FROM (SELECT DISTINCT hashtext($1::text || chr(31) || x) AS k FROM unnest($2::text[]) AS x) AS keys
+FROM (SELECT DISTINCT hashtext(:source::text || chr(31) || x) AS k
+      FROM unnest(:external_ids::text[]) AS x) AS keys
 ORDER BY k
-"""
+""")
 
-_FIND_EXTERNAL = f"""
-SELECT {_COLUMNS} FROM note
-WHERE external_source = $1 AND external_id = ANY($2::text[])
+_EXTERNAL_OWNERS = Query(
+    "SELECT external_id, project, skill FROM note "
+    "WHERE external_source = :source AND external_id = ANY(:external_ids::text[])"
+)
+
+_FIND_EXTERNAL = NOTE.query("""
+SELECT {columns} FROM note
+WHERE external_source = :source AND external_id = ANY(:external_ids::text[])
 ORDER BY id
 FOR UPDATE
-"""  # noqa: S608
+""")
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,12 +169,15 @@ class NoteInsert:
     external_id: str | None = None
 
     def args(self) -> tuple[Any, ...]:
-        s = self.state
-        return (
-            self.id, s.title, s.content, s.format, s.source, s.metadata, list(s.tags),
-            s.collection, s.project, s.starred, s.archived, self.content_hash,
-            self.external_source, self.external_id, self.actor, s.skill,
-        )  # fmt: skip
+        """The arguments of the insert statement, bound by name."""
+        return _INSERT.args(
+            _DRAFT.binds(self.state),
+            id=self.id,
+            content_hash=self.content_hash,
+            actor=self.actor,
+            external_source=self.external_source,
+            external_id=self.external_id,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,58 +192,27 @@ class NoteWrite:
     actor: str | None
 
     def args(self) -> tuple[Any, ...]:
-        s = self.state
-        return (
-            self.id, s.title, s.content, s.format, s.metadata, list(s.tags), s.collection,
-            s.project, s.starred, s.archived, self.version, self.content_hash, self.actor,
-            self.new_version, s.skill,
-        )  # fmt: skip
+        """The arguments of the update statement, bound by name (``source`` never
+        changes after insert)."""
+        return _WRITE.args(
+            _DRAFT.binds(self.state, omit=("source",)),
+            id=self.id,
+            version=self.version,
+            content_hash=self.content_hash,
+            new_version=self.new_version,
+            actor=self.actor,
+        )
 
 
-def _note(row: asyncpg.Record) -> Note:
-    return Note(
-        id=row["id"],
-        title=row["title"],
-        content=row["content"],
-        format=row["format"],
-        source=row["source"],
-        metadata=row["metadata"],
-        tags=tuple(row["tags"]),
-        collection=row["collection"],
-        project=row["project"],
-        skill=row["skill"],
-        starred=row["starred"],
-        archived=row["archived"],
-        version=row["version"],
-        content_hash=row["content_hash"],
-        external_source=row["external_source"],
-        external_id=row["external_id"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        deleted_at=row["deleted_at"],
-    )
-
-
-def _returned(row: asyncpg.Record | None) -> asyncpg.Record:
-    """The row a write RETURNING a row returned; its absence is a bug, not bad input."""
+def _returned(row: asyncpg.Record | None) -> Note:
+    """The note a write RETURNING a row returned; its absence is a bug, not bad input."""
     if row is None:
         raise RuntimeError("a note write returned no row; the note was locked and must exist")
-    return row
+    return NOTE.from_record(row)
 
 
-def _version(row: asyncpg.Record) -> NoteVersion:
-    return NoteVersion(
-        note_id=row["note_id"],
-        version=row["version"],
-        title=row["title"],
-        content=row["content"],
-        format=row["format"],
-        metadata=row["metadata"],
-        tags=tuple(row["tags"]),
-        content_hash=row["content_hash"],
-        created_at=row["created_at"],
-        created_by=row["created_by"],
-    )
+def _note_or_none(row: asyncpg.Record | None) -> Note | None:
+    return NOTE.from_record(row) if row is not None else None
 
 
 def _filter(note_filter: NoteFilter) -> Where:
@@ -278,51 +269,52 @@ class NoteRepository:
     async def get(self, conn: Connection, note_id: UUID, *, lock: bool = False) -> Note | None:
         # FOR UPDATE makes concurrent writers of one note queue up; each then reads the
         # state the previous one committed, so no update is lost.
-        row = await conn.fetchrow(_GET + (" FOR UPDATE" if lock else ""), note_id)
-        return _note(row) if row else None
+        query = _GET_LOCKED if lock else _GET
+        return _note_or_none(await conn.fetchrow(query.sql, *query.args(id=note_id)))
 
     async def get_many(self, conn: Connection, note_ids: Sequence[UUID]) -> dict[UUID, Note]:
-        rows = await conn.fetch(_GET_MANY, list(note_ids))
-        return {row["id"]: _note(row) for row in rows}
+        rows = await conn.fetch(_GET_MANY.sql, *_GET_MANY.args(ids=list(note_ids)))
+        return {row["id"]: NOTE.from_record(row) for row in rows}
 
     async def insert(self, conn: Connection, note: NoteInsert) -> Note:
         """Insert a note with its original and its version 1."""
-        return _note(_returned(await conn.fetchrow(_INSERT, *note.args())))
+        return _returned(await conn.fetchrow(_INSERT.sql, *note.args()))
 
     async def insert_many(self, conn: Connection, notes: Sequence[NoteInsert]) -> None:
         if notes:
-            await conn.executemany(_INSERT, [note.args() for note in notes])
+            await conn.executemany(_INSERT.sql, [note.args() for note in notes])
 
     async def write(self, conn: Connection, note: NoteWrite) -> Note:
         """Store the next state of a note the caller has locked."""
-        return _note(_returned(await conn.fetchrow(_WRITE, *note.args())))
+        return _returned(await conn.fetchrow(_WRITE.sql, *note.args()))
 
     async def write_many(self, conn: Connection, notes: Sequence[NoteWrite]) -> None:
         if notes:
-            await conn.executemany(_WRITE, [note.args() for note in notes])
+            await conn.executemany(_WRITE.sql, [note.args() for note in notes])
 
     async def soft_delete(self, conn: Connection, note_id: UUID, actor: str | None) -> Note | None:
         """The note, newly deleted; None when it is absent or already deleted."""
-        row = await conn.fetchrow(_SOFT_DELETE, note_id, actor)
-        return _note(row) if row else None
+        args = _SOFT_DELETE.args(id=note_id, actor=actor)
+        return _note_or_none(await conn.fetchrow(_SOFT_DELETE.sql, *args))
 
     async def restore(self, conn: Connection, note_id: UUID, actor: str | None) -> Note | None:
         """The note, newly restored; None when it is absent or not deleted."""
-        row = await conn.fetchrow(_RESTORE, note_id, actor)
-        return _note(row) if row else None
+        args = _RESTORE.args(id=note_id, actor=actor)
+        return _note_or_none(await conn.fetchrow(_RESTORE.sql, *args))
 
     async def purge(self, conn: Connection, note_id: UUID) -> Note | None:
         """Remove a soft-deleted note (its original and versions go by cascade); the note as
         it was, or None when it is absent or not deleted."""
-        row = await conn.fetchrow(_PURGE, note_id)
-        return _note(row) if row else None
+        return _note_or_none(await conn.fetchrow(_PURGE.sql, *_PURGE.args(id=note_id)))
 
     async def versions(self, conn: Connection, note_id: UUID) -> list[NoteVersion]:
-        return [_version(row) for row in await conn.fetch(_VERSIONS, note_id)]
+        return NOTE_VERSION.from_records(
+            await conn.fetch(_VERSIONS.sql, *_VERSIONS.args(id=note_id))
+        )
 
     async def version(self, conn: Connection, note_id: UUID, version: int) -> NoteVersion | None:
-        row = await conn.fetchrow(_VERSION, note_id, version)
-        return _version(row) if row else None
+        row = await conn.fetchrow(_VERSION.sql, *_VERSION.args(id=note_id, version=version))
+        return NOTE_VERSION.from_record(row) if row else None
 
     async def list(
         self,
@@ -337,10 +329,10 @@ class NoteRepository:
         if after is not None:
             where.add("(created_at, id) < ({0}::timestamptz, {1}::uuid)", *after)
         query = (
-            f"SELECT {_COLUMNS} FROM note WHERE {where.sql()} "  # noqa: S608 - fixed fragments
+            f"SELECT {NOTE.select_list} FROM note WHERE {where.sql()} "  # noqa: S608 - fixed fragments
             f"ORDER BY created_at DESC, id DESC LIMIT ${len(where.args) + 1}"
         )
-        return [_note(row) for row in await conn.fetch(query, *where.args, limit)]
+        return NOTE.from_records(await conn.fetch(query, *where.args, limit))
 
     async def count(self, conn: Connection, note_filter: NoteFilter) -> int:
         where = _filter(note_filter)
@@ -351,22 +343,20 @@ class NoteRepository:
     async def lock_external(
         self, conn: Connection, source: str, external_ids: Sequence[str]
     ) -> None:
-        await conn.execute(_LOCK_EXTERNAL, source, list(external_ids))
+        args = _LOCK_EXTERNAL.args(source=source, external_ids=list(external_ids))
+        await conn.execute(_LOCK_EXTERNAL.sql, *args)
 
     async def external_owners(
         self, conn: Connection, source: str, external_ids: Sequence[str]
     ) -> dict[str, tuple[str | None, str | None]]:
-        rows = await conn.fetch(
-            "SELECT external_id, project, skill FROM note "
-            "WHERE external_source = $1 AND external_id = ANY($2::text[])",
-            source,
-            list(external_ids),
-        )
+        args = _EXTERNAL_OWNERS.args(source=source, external_ids=list(external_ids))
+        rows = await conn.fetch(_EXTERNAL_OWNERS.sql, *args)
         return {row["external_id"]: (row["project"], row["skill"]) for row in rows}
 
     async def find_external(
         self, conn: Connection, source: str, external_ids: Sequence[str]
     ) -> dict[str, Note]:
         """The notes of ``source`` with these external ids, locked, by external id."""
-        rows = await conn.fetch(_FIND_EXTERNAL, source, list(external_ids))
-        return {row["external_id"]: _note(row) for row in rows}
+        args = _FIND_EXTERNAL.args(source=source, external_ids=list(external_ids))
+        rows = await conn.fetch(_FIND_EXTERNAL.sql, *args)
+        return {row["external_id"]: NOTE.from_record(row) for row in rows}
