@@ -30,7 +30,7 @@ from fortemi.auth.policy.validation import (
     check_resource_name,
     parse_policy,
 )
-from fortemi.platform.database import Database, validate_memory_name
+from fortemi.platform.database import Connection, Database, validate_memory_name
 from fortemi.platform.errors import BadUserInput, NotFound
 
 __all__ = ["MAX_DOCUMENT_BYTES", "DatabasePolicyProvider", "StoredPolicy"]
@@ -157,23 +157,35 @@ class DatabasePolicyProvider:
         policy, replacing any. Raises :class:`BadUserInput`, or :class:`NotFound` for an
         unknown memory.
         """
+        async with self._db.shared_transaction() as conn:
+            return await self.put_in(conn, resource_type, memory, name, document, actor)
+
+    async def put_in(
+        self,
+        conn: Connection,
+        resource_type: ResourceType | str,
+        memory: str | None,
+        name: str,
+        document: dict[str, Any],
+        actor: str,
+    ) -> Policy:
+        """:meth:`put` inside the caller's shared transaction ``conn``."""
         policy = self.validate(resource_type, memory, name, document)
         memory = policy.memory
         try:
-            async with self._db.shared_transaction() as conn:
-                await conn.execute(
-                    """INSERT INTO public.access_policy
-                           (resource_type, memory, name, document, updated_by)
-                       VALUES ($1, $2, $3, $4, $5)
-                       ON CONFLICT (resource_type, (coalesce(memory, '')), name) DO UPDATE
-                       SET document = EXCLUDED.document, updated_by = EXCLUDED.updated_by,
-                           updated_at = now()""",
-                    policy.resource_type.value,
-                    memory,
-                    name,
-                    document,
-                    actor,
-                )
+            await conn.execute(
+                """INSERT INTO public.access_policy
+                       (resource_type, memory, name, document, updated_by)
+                   VALUES ($1, $2, $3, $4, $5)
+                   ON CONFLICT (resource_type, (coalesce(memory, '')), name) DO UPDATE
+                   SET document = EXCLUDED.document, updated_by = EXCLUDED.updated_by,
+                       updated_at = now()""",
+                policy.resource_type.value,
+                memory,
+                name,
+                document,
+                actor,
+            )
         except asyncpg.ForeignKeyViolationError as exc:
             raise NotFound(f"Memory {memory!r} does not exist", memory=memory) from exc
         finally:

@@ -78,8 +78,7 @@ async def _end_of(ws: ClientConnection, op: str) -> tuple[dict[str, Any], dict[s
 
 async def _restrict(runtime: Runtime, memory: str, kind: str, name: str) -> None:
     document = {**PLATFORM_ONLY, kind: name}
-    await runtime.policy_store.put(kind, memory, name, document, actor="test")
-    await runtime.policies.invalidate()
+    await runtime.policies.put(kind, memory, name, document, actor="test")
 
 
 async def test_note_events_of_a_project_the_subscriber_lost_are_no_longer_delivered(

@@ -22,7 +22,7 @@ from fortemi.auth.policy import (
     FilePolicyProvider,
     PolicyProvider,
     PolicySet,
-    build_policy_provider,
+    build_policy_service,
 )
 from fortemi.platform.database import Database
 from tests.support.policies import FIXTURE_POLICIES
@@ -39,13 +39,14 @@ BROKEN = "project: poimen\naccess_level: public\nrequired_role: [\n"
 async def watching(
     provider: FilePolicyProvider, on_reload: Callable[[PolicySet], object]
 ) -> AsyncIterator[None]:
-    task = asyncio.create_task(provider.watch(on_reload=on_reload))
+    # Stopped through its event: a cancel can be lost in the watcher's worker thread.
+    stop = asyncio.Event()
+    task = asyncio.create_task(provider.watch(on_reload=on_reload, stop=stop))
     try:
         yield
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        stop.set()
+        await task
 
 
 async def edit_until(
@@ -111,11 +112,11 @@ async def test_a_new_file_and_a_removed_file_are_picked_up(tree: Path) -> None:
 async def test_a_hot_reload_reaches_the_cached_production_provider(
     tree: Path, db: Database, redis_client: redis.Redis
 ) -> None:
-    cached = build_policy_provider(tree, db, redis_client)
-    assert not alice_reads_poimen(await cached.snapshot())
+    service = build_policy_service(tree, db, redis_client)
+    assert not alice_reads_poimen(await service.snapshot())
     path = tree / "projects" / "poimen" / "_access.yaml"
-    async with watching(cached.inner.file, lambda _: None):
-        await edit_until(path, OPENED, cached, alice_reads_poimen)
+    async with watching(service.files, lambda _: None):
+        await edit_until(path, OPENED, service, alice_reads_poimen)
 
 
 async def test_a_removed_and_recreated_folder_is_watched_again(tree: Path) -> None:
