@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -325,6 +326,12 @@ class Runtime:
     backend: InferenceBackend
     services: Services
     _stack: contextlib.AsyncExitStack = field(repr=False)
+
+    def __post_init__(self) -> None:
+        # The services see the runtime's settings: a variant made with other settings
+        # (``dataclasses.replace``; tests serve production mode that way) hands them on.
+        if self.services.settings is not self.settings:
+            self.services = dataclasses.replace(self.services, settings=self.settings)
 
     @property
     def memories(self) -> MemoryService:

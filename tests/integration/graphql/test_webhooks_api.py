@@ -24,7 +24,7 @@ from fortemi.platform.ids import parse_id
 from fortemi.platform.jobs.backoff import Backoff
 from fortemi.platform.jobs.models import FailureClass, Tier
 from fortemi.platform.settings import Settings
-from fortemi.runtime import Runtime
+from fortemi.runtime import Runtime, job_registry
 from fortemi.webhooks.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
 from fortemi.workers.pool import WorkerPool
 from fortemi.workers.runtime import WorkerConfig
@@ -90,6 +90,7 @@ async def worker(
     config = WorkerConfig.from_settings(
         settings,
         service_urls.database,
+        registry=job_registry(settings),
         redis_url=service_urls.redis,
         backoff=Backoff(base_seconds={c: 0.1 for c in FailureClass}, jitter=0.0),
         maintenance_interval_seconds=0.5,
