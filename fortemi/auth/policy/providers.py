@@ -104,11 +104,10 @@ class FilePolicyProvider:
         more after ``quiet_ms`` without changes, because whatever changed between the
         last read and the arming raised no event.
 
-        Stop it by setting ``stop``, not by cancelling: the file watcher waits in a worker
-        thread that anyio shields from cancellation, so a cancel is seen only when that
-        thread returns (after ``quiet_ms``), and a cancel that lands while the thread runs
-        can be swallowed, leaving the watch running for good. The thread polls ``stop``
-        every 50 ms and returns as soon as it is set.
+        Stop it by setting ``stop``: the file watcher waits in a worker thread, which
+        polls ``stop`` every 50 ms and returns, so the watch ends on its own and nothing
+        is left running. A cancel has to reach through anyio's wait on that thread
+        instead, and closes that relied on it were seen to hang intermittently.
         """
         stop = stop or asyncio.Event()
         await self.snapshot()

@@ -137,3 +137,27 @@ async def test_a_removed_and_recreated_folder_is_watched_again(tree: Path) -> No
         path = tree / "projects" / "poimen" / "_access.yaml"
         back = await edit_until(path, OPENED, provider, alice_reads_poimen)
         assert back.errors == ()
+
+
+async def _ends_after_stop(task: asyncio.Task[None], stop: asyncio.Event) -> bool:
+    stop.set()
+    for _ in range(200):  # bounded: a watch that ignores stop fails here, never hangs
+        if task.done():
+            return True
+        await asyncio.sleep(0.05)
+    task.cancel()
+    return False
+
+
+@pytest.mark.parametrize("folder", ["watched", "missing"])
+async def test_setting_stop_ends_the_watch_on_its_own(tree: Path, folder: str) -> None:
+    if folder == "missing":  # the watch is polling for the folder to come back
+        shutil.rmtree(tree)
+    provider = FilePolicyProvider(tree, debounce_ms=100, quiet_ms=200)
+    stop = asyncio.Event()
+    task = asyncio.create_task(provider.watch(stop=stop))
+    for _ in range(10):  # let it arm (or start polling) first
+        await asyncio.sleep(0.05)
+    assert not task.done()
+    assert await _ends_after_stop(task, stop)
+    assert task.exception() is None  # ended, not cancelled or failed
