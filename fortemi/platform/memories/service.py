@@ -127,10 +127,12 @@ class MemoryService:
         CONFLICT if it exists; BAD_USER_INPUT for a bad name or policy, checked before
         anything is written.
         """
-        validate_memory_name(name)
         store = self._policy_store(policy, created_by)
         if store is not None and policy is not None:
-            store.check(name, policy)  # a bad policy leaves nothing behind
+            # Checked before the name, as createMemory always did: a bad name gets the
+            # same answer as before.
+            store.check(name, policy)
+        validate_memory_name(name)
         try:
             async with self._db.shared_transaction() as conn:
                 if not await self._repo.insert(conn, name, created_by):
