@@ -6,7 +6,7 @@ A policy folder is generated in the home directory: the shipped ``default.yaml``
 policy letting every viewer into the memory the decisions are made in, N project policies
 (``projects/p0000/_access.yaml`` ...) and M shared skills, with a mix of access levels,
 owner and allowed groups out of 50 teams, per-action role overrides, some deny lists and
-some grants. It is loaded through the production provider (``build_policy_provider``:
+some grants. It is loaded through the production provider (``build_policy_service``:
 files + database + Redis generation check) so the load figure includes parsing,
 validation and hashing of every file.
 
@@ -48,7 +48,7 @@ from benchmarks._common import (
     table,
 )
 from fortemi.auth.decision import Action, Resource, ResourceType
-from fortemi.auth.policy import AccessDecisionEngine, PolicySet, build_policy_provider
+from fortemi.auth.policy import AccessDecisionEngine, PolicySet, build_policy_service
 from fortemi.auth.principal import Principal
 from fortemi.platform.database import Database
 from fortemi.platform.embedded import ServiceUrls
@@ -180,7 +180,7 @@ async def _run(args: argparse.Namespace, home: Path, urls: ServiceUrls, embedded
     client = redis.Redis.from_url(urls.redis)
     try:
         await Migrations().migrate_shared(db)
-        provider = build_policy_provider(directory, db, client)
+        provider = build_policy_service(directory, db, client)
         started = time.perf_counter()
         policies = await provider.snapshot()
         load_seconds = time.perf_counter() - started

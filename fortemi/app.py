@@ -138,7 +138,7 @@ def create_app(runtime: Runtime) -> Starlette:
             status_code=200 if ready else 503,
         )
 
-    graphql = GraphQLView(build_schema(runtime.settings), runtime)
+    graphql = GraphQLView(build_schema(runtime.settings), runtime.services)
     routes: list[BaseRoute] = [
         Route("/healthz", healthz),
         Route("/readyz", readyz),

@@ -1,18 +1,24 @@
-"""The runtime: every long-lived object a server or worker process needs, built at the edge.
+"""The composition root: every long-lived object a server process needs, built once.
 
 One :class:`Runtime` per process, opened after the backing services are reachable and
-closed on shutdown. It is passed explicitly (the GraphQL context carries it); nothing reads
-it from a global.
+closed on shutdown. It builds each service once and hands the GraphQL layer only those
+(:class:`~fortemi.graphql.services.Services`); nothing reads it from a global.
+
+Every resource is opened in one :class:`contextlib.AsyncExitStack`, one step at a time
+(:data:`STEPS`): a step that fails unwinds the stack, so whatever the steps before it
+opened is closed before the error propagates, and :meth:`Runtime.close` is the same
+unwinding, in reverse order of opening.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import contextlib
+import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import dramatiq
 import httpx
@@ -21,23 +27,16 @@ from starlette.applications import Starlette
 
 from fortemi.auth import build_token_validator
 from fortemi.auth.access import Authorizer
-from fortemi.auth.audit import AUDIT_CHANNEL, AuditEntry, AuditKeyring, AuditWriter
-from fortemi.auth.audit.export import to_row
+from fortemi.auth.audit import AuditKeyring, AuditService, AuditWriter
 from fortemi.auth.local_issuer import LocalIssuer
-from fortemi.auth.policy import (
-    AccessDecisionEngine,
-    CompositePolicyProvider,
-    DatabasePolicyProvider,
-    FilePolicyProvider,
-    RedisCachedPolicyProvider,
-)
+from fortemi.auth.policy import AccessDecisionEngine, PolicyService, build_policy_service
 from fortemi.auth.tokens import TokenValidator
+from fortemi.graphql.services import Services
 from fortemi.inference import InferenceBackend, build_backend
 from fortemi.platform.database import Database
 from fortemi.platform.embedded import ServiceUrls
 from fortemi.platform.events import EventBus
 from fortemi.platform.jobs.events import JobEventPublisher
-from fortemi.platform.jobs.models import Job
 from fortemi.platform.jobs.registry import JobRegistry
 from fortemi.platform.jobs.service import JobService
 from fortemi.platform.memories import MemoryService
@@ -60,13 +59,14 @@ from fortemi.webhooks.service import WebhookService
 from fortemi.webhooks.targets import TargetPolicy
 from fortemi.workers.broker import build_broker
 from fortemi.workers.dispatch import JobDispatcher
-from fortemi.workers.dispatch import dispatch as dispatch_jobs
-from fortemi.workers.loops import relay_once
 from fortemi.workers.runtime import RegistryFactory
+from fortemi.workers.wakeups import Wakeups
 
-__all__ = ["Runtime", "job_registry"]
+__all__ = ["STEPS", "Runtime", "job_registry"]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def job_registry(settings: Settings, *, backend: InferenceBackend | None = None) -> RegistryFactory:
@@ -105,168 +105,285 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
 
 
 @dataclass
+class _Parts:
+    """What :meth:`Runtime.open` has built so far; each step fills in its part and
+    pushes what closes it on ``stack``."""
+
+    settings: Settings
+    urls: ServiceUrls
+    stack: contextlib.AsyncExitStack
+    keyring: AuditKeyring
+    migrations: Migrations
+    db: Database | None = None
+    memories: MemoryService | None = None
+    issuer: LocalIssuer | None = None
+    http: httpx.AsyncClient | None = None
+    redis: redis.Redis | None = None
+    policies: PolicyService | None = None
+    audit_log: AuditService | None = None
+    audit: AuditWriter | None = None
+    broker: dramatiq.Broker | None = None
+    backend: InferenceBackend | None = None
+    watcher: asyncio.Task[None] | None = None
+    fanout: WebhookFanout | None = None
+    fanout_task: asyncio.Task[None] | None = None
+    services: Services | None = None
+    dispatcher: JobDispatcher | None = None
+    wakeups: Wakeups | None = None
+
+
+def _built(part: T | None, name: str) -> T:
+    """A part an earlier step built; its absence is a mistake in :data:`STEPS`' order."""
+    if part is None:
+        raise RuntimeError(f"runtime step order: {name} is used before it is built")
+    return part
+
+
+async def _open_database(parts: _Parts) -> None:
+    """Connect, apply shared migrations, make sure a default memory exists."""
+    settings = parts.settings
+    db = await Database.connect(
+        parts.urls.database,
+        min_size=settings.db_pool_min,
+        max_size=settings.db_pool_max,
+        statement_timeout_ms=settings.db_statement_timeout_ms,
+    )
+    parts.stack.push_async_callback(db.close)
+    parts.db = db
+    await parts.migrations.migrate_shared(db)
+
+
+async def _open_http(parts: _Parts) -> None:
+    settings = parts.settings
+    if settings.uses_local_issuer:
+        issuer = LocalIssuer.load_or_create(settings.home, settings.issuer, settings.oidc_audience)
+        # The local issuer's discovery document and JWKS are real endpoints (also mounted
+        # on the public app); the validator reaches them in-process, through the same
+        # discovery + JWKS code path a remote identity provider goes through.
+        transport: httpx.AsyncBaseTransport = httpx.ASGITransport(
+            app=Starlette(routes=issuer.routes())
+        )
+        http = httpx.AsyncClient(transport=transport, timeout=settings.oidc_http_timeout_seconds)
+        parts.issuer = issuer
+    else:
+        http = httpx.AsyncClient(timeout=settings.oidc_http_timeout_seconds, follow_redirects=False)
+    parts.stack.push_async_callback(http.aclose)
+    parts.http = http
+
+
+async def _open_redis(parts: _Parts) -> None:
+    client = redis.Redis.from_url(parts.urls.redis)
+    parts.stack.push_async_callback(client.aclose)
+    parts.redis = client
+
+
+async def _open_policies(parts: _Parts) -> None:
+    policies = build_policy_service(
+        parts.settings.policy_path,
+        _built(parts.db, "db"),
+        _built(parts.redis, "redis"),
+        refresh_seconds=parts.settings.policy_refresh_seconds,
+    )
+    await policies.reload()
+    parts.policies = policies
+
+
+async def _open_memories(parts: _Parts) -> None:
+    memories = MemoryService(
+        _built(parts.db, "db"),
+        parts.migrations,
+        policies=_built(parts.policies, "policies").memory_policies(),
+    )
+    await memories.ensure(DEFAULT_MEMORY, default=True)
+    parts.memories = memories
+
+
+async def _open_audit(parts: _Parts) -> None:
+    db = _built(parts.db, "db")
+    audit_log = AuditService(db, parts.keyring, _built(parts.redis, "redis"))
+    writer = AuditWriter(db, keyring=parts.keyring, on_committed=audit_log.publish)
+    await parts.stack.enter_async_context(writer)
+    parts.audit_log, parts.audit = audit_log, writer
+
+
+async def _open_job_broker(parts: _Parts) -> None:
+    broker = build_broker(parts.urls.redis)
+    parts.stack.callback(broker.close)
+    parts.broker = broker
+    parts.dispatcher = JobDispatcher(broker)
+
+
+async def _open_backend(parts: _Parts) -> None:
+    backend = build_backend(parts.settings)  # loads or connects on first use only
+    parts.stack.push_async_callback(backend.aclose)
+    parts.backend = backend
+
+
+def _build_services(parts: _Parts) -> Services:
+    settings = parts.settings
+    db = _built(parts.db, "db")
+    backend = _built(parts.backend, "backend")
+    events = EventBus(_built(parts.redis, "redis"))
+    # The API enqueues; workers (in this process under `serve`, or `fortemi worker`) run
+    # jobs with their own service on their own event loop.
+    jobs = JobService(
+        db, job_registry(settings, backend=backend)(db), events=JobEventPublisher(events)
+    )
+    wakeups = Wakeups(jobs, _built(parts.dispatcher, "dispatcher"))
+    parts.wakeups = wakeups
+    policies = _built(parts.policies, "policies")
+    return Services(
+        settings=settings,
+        tokens=build_token_validator(settings, _built(parts.http, "http")),
+        authorizer=Authorizer(AccessDecisionEngine(), policies, _built(parts.audit, "audit")),
+        audit=_built(parts.audit_log, "audit_log"),
+        policies=policies,
+        memories=_built(parts.memories, "memories"),
+        notes=NoteService(
+            db,
+            max_note_bytes=settings.max_note_bytes,
+            max_page_size=settings.max_page_size,
+            max_upsert_batch=settings.max_upsert_batch,
+            indexer=EmbeddingEnqueuer(jobs, wakeups.dispatch_all, tier=embedding_tier(backend)),
+        ),
+        search=SearchService(db, backend),
+        jobs=jobs,
+        wakeups=wakeups,
+        webhooks=WebhookService(
+            db,
+            SecretBox.from_settings(settings),
+            jobs,
+            policy=TargetPolicy.from_cidrs(settings.webhook_allowed_networks),
+        ),
+        events=events,
+    )
+
+
+async def _open_services(parts: _Parts) -> None:
+    parts.services = _build_services(parts)
+
+
+async def _start_policy_watcher(parts: _Parts) -> None:
+    policies = _built(parts.policies, "policies")
+    stop = asyncio.Event()
+    task = asyncio.create_task(policies.watch_files(stop))
+
+    async def finish() -> None:
+        # Stopped through its event, never cancelled: see FilePolicyProvider.watch.
+        stop.set()
+        await task
+
+    parts.stack.push_async_callback(finish)
+    parts.watcher = task
+
+
+async def _start_fanout(parts: _Parts) -> None:
+    services = _built(parts.services, "services")
+    fanout = WebhookFanout(
+        _built(parts.redis, "redis"),
+        services.webhooks,
+        _built(parts.wakeups, "wakeups").dispatch_all,
+    )
+    parts.stack.push_async_callback(fanout.close)
+    task = asyncio.create_task(fanout.run())
+    parts.stack.push_async_callback(_cancelled, task)
+    parts.fanout, parts.fanout_task = fanout, task
+
+
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+Step = Callable[[_Parts], Awaitable[None]]
+STEPS: tuple[Step, ...] = (
+    _open_database,
+    _open_http,
+    _open_redis,
+    _open_policies,
+    _open_memories,
+    _open_audit,
+    _open_job_broker,
+    _open_backend,
+    _open_services,
+    _start_policy_watcher,
+    _start_fanout,
+)
+"""The steps of :meth:`Runtime.open`, in order."""
+
+
+@dataclass
 class Runtime:
     settings: Settings
     db: Database
     redis: redis.Redis
     migrations: Migrations
-    memories: MemoryService
-    notes: NoteService
-    tokens: TokenValidator
-    policies: RedisCachedPolicyProvider
-    audit: AuditWriter
-    authorizer: Authorizer
-    jobs: JobService
-    events: EventBus
-    broker: dramatiq.Broker
-    dispatcher: JobDispatcher
     issuer: LocalIssuer | None
     http: httpx.AsyncClient
-    webhooks: WebhookService
-    search: SearchService
+    audit: AuditWriter
+    broker: dramatiq.Broker
     backend: InferenceBackend
-    fanout: WebhookFanout | None = None
-    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    services: Services
+    _stack: contextlib.AsyncExitStack = field(repr=False)
+
+    def __post_init__(self) -> None:
+        # The services see the runtime's settings: a variant made with other settings
+        # (``dataclasses.replace``; tests serve production mode that way) hands them on.
+        if self.services.settings is not self.settings:
+            self.services = dataclasses.replace(self.services, settings=self.settings)
 
     @property
-    def policy_store(self) -> DatabasePolicyProvider:
-        """Where policies set through the API live (call ``policies.invalidate()`` after)."""
-        composite = self.policies.inner
-        assert isinstance(composite, CompositePolicyProvider)  # noqa: S101 - wiring invariant
-        return composite.database
+    def memories(self) -> MemoryService:
+        return self.services.memories
 
     @property
-    def policy_files(self) -> FilePolicyProvider:
-        composite = self.policies.inner
-        assert isinstance(composite, CompositePolicyProvider)  # noqa: S101 - wiring invariant
-        return composite.file
+    def notes(self) -> NoteService:
+        return self.services.notes
+
+    @property
+    def policies(self) -> PolicyService:
+        return self.services.policies
+
+    @property
+    def tokens(self) -> TokenValidator:
+        return self.services.tokens
+
+    @property
+    def jobs(self) -> JobService:
+        return self.services.jobs
 
     @classmethod
     async def open(cls, settings: Settings, urls: ServiceUrls) -> Runtime:
-        """Connect, apply shared migrations, make sure a default memory exists."""
-        migrations = Migrations(settings.migrations_dir)
-        keyring = AuditKeyring.from_settings(settings)  # a bad key fails before anything opens
-        db = await Database.connect(
-            urls.database,
-            min_size=settings.db_pool_min,
-            max_size=settings.db_pool_max,
-            statement_timeout_ms=settings.db_statement_timeout_ms,
-        )
-        try:
-            await migrations.migrate_shared(db)
-            memories = MemoryService(db, migrations)
-            await memories.ensure(DEFAULT_MEMORY, default=True)
-        except BaseException:
-            await db.close()
-            raise
-        issuer: LocalIssuer | None = None
-        if settings.uses_local_issuer:
-            issuer = LocalIssuer.load_or_create(
-                settings.home, settings.issuer, settings.oidc_audience
+        """Open every resource, in :data:`STEPS` order; if one fails, close the others."""
+        async with contextlib.AsyncExitStack() as stack:
+            parts = _Parts(
+                settings=settings,
+                urls=urls,
+                stack=stack,
+                keyring=AuditKeyring.from_settings(settings),  # a bad key fails first
+                migrations=Migrations(settings.migrations_dir),
             )
-            # The local issuer's discovery document and JWKS are real endpoints (also
-            # mounted on the public app); the validator reaches them in-process, through
-            # the same discovery + JWKS code path a remote identity provider goes through.
-            transport: httpx.AsyncBaseTransport = httpx.ASGITransport(
-                app=Starlette(routes=issuer.routes())
+            for step in STEPS:
+                await step(parts)
+            runtime = cls(
+                settings=settings,
+                db=_built(parts.db, "db"),
+                redis=_built(parts.redis, "redis"),
+                migrations=parts.migrations,
+                issuer=parts.issuer,
+                http=_built(parts.http, "http"),
+                audit=_built(parts.audit, "audit"),
+                broker=_built(parts.broker, "broker"),
+                backend=_built(parts.backend, "backend"),
+                services=_built(parts.services, "services"),
+                _stack=stack.pop_all(),
             )
-            http = httpx.AsyncClient(
-                transport=transport, timeout=settings.oidc_http_timeout_seconds
-            )
-        else:
-            http = httpx.AsyncClient(
-                timeout=settings.oidc_http_timeout_seconds, follow_redirects=False
-            )
-        broker = redis.Redis.from_url(urls.redis)
-        policies = RedisCachedPolicyProvider(
-            CompositePolicyProvider(
-                FilePolicyProvider(settings.policy_path), DatabasePolicyProvider(db)
-            ),
-            broker,
-            refresh_seconds=settings.policy_refresh_seconds,
-        )
-        await policies.reload()
-
-        async def publish(entries: Sequence[AuditEntry]) -> None:
-            # Fan-out for auditEvents subscriptions; the log itself is already committed.
-            for entry in entries:
-                await broker.publish(AUDIT_CHANNEL, json.dumps(to_row(entry)))
-
-        audit = AuditWriter(db, keyring=keyring, on_committed=publish)
-        await audit.start()
-        broker_for_jobs = build_broker(urls.redis)
-        events = EventBus(broker)
-        backend = build_backend(settings)  # loads or connects on first use only
-        jobs = JobService(
-            db, job_registry(settings, backend=backend)(db), events=JobEventPublisher(events)
-        )
-        dispatcher = JobDispatcher(broker_for_jobs)
-
-        async def wake(pending: Sequence[Job]) -> None:
-            await dispatch_jobs(jobs, dispatcher, pending)
-
-        runtime = cls(
-            settings=settings,
-            db=db,
-            redis=broker,
-            migrations=migrations,
-            memories=memories,
-            notes=NoteService(
-                db,
-                max_note_bytes=settings.max_note_bytes,
-                max_page_size=settings.max_page_size,
-                max_upsert_batch=settings.max_upsert_batch,
-                indexer=EmbeddingEnqueuer(jobs, wake, tier=embedding_tier(backend)),
-            ),
-            tokens=build_token_validator(settings, http),
-            policies=policies,
-            audit=audit,
-            authorizer=Authorizer(AccessDecisionEngine(), policies, audit),
-            # The API enqueues; workers (in this process under `serve`, or `fortemi worker`)
-            # run jobs with their own service on their own event loop.
-            jobs=jobs,
-            events=events,
-            broker=broker_for_jobs,
-            dispatcher=dispatcher,
-            issuer=issuer,
-            http=http,
-            webhooks=WebhookService(
-                db,
-                SecretBox.from_settings(settings),
-                jobs,
-                policy=TargetPolicy.from_cidrs(settings.webhook_allowed_networks),
-            ),
-            search=SearchService(db, backend),
-            backend=backend,
-        )
-        runtime.fanout = WebhookFanout(broker, runtime.webhooks, runtime.dispatch_all)
-        runtime.tasks.append(asyncio.create_task(runtime.policy_files.watch()))
-        runtime.tasks.append(asyncio.create_task(runtime.fanout.run()))
         return runtime
 
-    async def dispatch(self, job: Job) -> None:
-        """Wake a worker for ``job`` (committed already); the relay covers a lost message."""
-        await dispatch_jobs(self.jobs, self.dispatcher, [job])
-
-    async def dispatch_all(self, jobs: Sequence[Job]) -> None:
-        await dispatch_jobs(self.jobs, self.dispatcher, jobs)
-
-    async def redispatch_due(self) -> None:
-        """Wake workers for every runnable pending job now (after resuming, say)."""
-        await relay_once(self.jobs, self.dispatcher, resend_after_seconds=0)
-
     async def close(self) -> None:
-        self.broker.close()
-        for task in self.tasks:
-            task.cancel()
-        await asyncio.gather(*self.tasks, return_exceptions=True)
-        if self.fanout is not None:
-            await self.fanout.close()
-        await self.audit.close()
-        await self.backend.aclose()
-        await self.http.aclose()
-        await self.redis.aclose()
-        await self.db.close()
+        """Close everything :meth:`open` opened, newest first."""
+        await self._stack.aclose()
 
     async def readiness(self) -> dict[str, Any]:
         """Check each backing service; a failing one is reported, never raised."""

@@ -9,7 +9,6 @@ FORBIDDEN for a subscriber who is no longer an auditor.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncGenerator
 from datetime import datetime
 from enum import Enum
@@ -164,8 +163,8 @@ class AuditQuery:
         after: str | None = None,
     ) -> AuditEntryConnection:
         await _as_auditor(info)
-        page = await log.list_entries(
-            info.context.runtime.db, filter.to_model() if filter else None, first=first, after=after
+        page = await info.context.services.audit.page(
+            filter.to_model() if filter else None, first=first, after=after
         )
         return AuditEntryConnection(
             edges=[AuditEdge(cursor=c, node=AuditEntry.from_model(e)) for c, e in page.items],
@@ -181,8 +180,7 @@ class AuditQuery:
         group_by: list[AuditGroupBy] | None = None,
     ) -> list[AuditBucket]:
         await _as_auditor(info)
-        buckets = await log.stats(
-            info.context.runtime.db,
+        buckets = await info.context.services.audit.stats(
             filter.to_model() if filter else None,
             bucket=bucket.value,
             group_by=[g.value for g in group_by or ()],
@@ -203,8 +201,7 @@ class AuditQuery:
     @strawberry.field(description="Re-check every hash chain; the first broken row if any")
     async def audit_verify(self, info: Info, since: datetime | None = None) -> AuditVerification:
         await _as_auditor(info)
-        runtime = info.context.runtime
-        result = await log.verify(runtime.db, runtime.audit.keyring, since=since)
+        result = await info.context.services.audit.verify(since=since)
         return AuditVerification(
             ok=result.ok,
             checked=result.checked,
@@ -226,15 +223,10 @@ class AuditSubscription:
         access = Reauthorized(info, lambda: _still_auditor(info))
         await access.current()
         wanted = filter or AuditFilter()
-        pubsub = info.context.runtime.redis.pubsub()
-        await pubsub.subscribe(log.AUDIT_CHANNEL)
+        source = info.context.services.audit.subscribe()
         try:
-            async for _, message in access.watch(until_token_expires(info, pubsub.listen())):
-                if message.get("type") != "message":
-                    continue
-                row = json.loads(message["data"])
+            async for _, row in access.watch(until_token_expires(info, source)):
                 if wanted.matches(row):
                     yield AuditEntry.from_row(row)
         finally:
-            await pubsub.unsubscribe(log.AUDIT_CHANNEL)
-            await pubsub.aclose()  # type: ignore[no-untyped-call]  # redis-py is untyped here
+            await source.aclose()

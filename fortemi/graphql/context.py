@@ -1,4 +1,4 @@
-"""The per-operation context: who is calling, in which memory, through which runtime.
+"""The per-operation context: who is calling, in which memory, with which services.
 
 Resolvers reach authorization only through the methods here, which go through the one
 :class:`~fortemi.auth.access.Authorizer` (decide, record in the audit log, then answer).
@@ -26,10 +26,10 @@ from fortemi.auth.access import RequestTrace
 from fortemi.auth.decision import Action, Decision, Resource
 from fortemi.auth.policy import NameScope, ReadScope
 from fortemi.auth.principal import Principal
+from fortemi.graphql.services import Services
 from fortemi.platform.errors import Forbidden, FortemiError, NotFound, Unauthenticated
 from fortemi.platform.events import Event
 from fortemi.platform.notes import NameSet, Note, NoteVisibility
-from fortemi.runtime import Runtime
 
 __all__ = ["Context", "Info", "no_memory", "visibility_of"]
 
@@ -53,7 +53,7 @@ def visibility_of(scope: ReadScope) -> NoteVisibility:
 
 @dataclass
 class Context:
-    runtime: Runtime
+    services: Services
     request: Request | WebSocket
     request_id: str
     client_request_id: str | None = None  # the client's X-Request-Id; never the trace id
@@ -97,7 +97,7 @@ class Context:
     async def _requested(self) -> str:
         if self.memory_name is not None:
             return self.memory_name
-        return await self.runtime.memories.default_name()
+        return await self.services.memories.default_name()
 
     async def enter(self, name: str) -> str:
         """``name``, once the caller may work in it: it exists and they may read it.
@@ -120,11 +120,11 @@ class Context:
     async def _admit(self, name: str, *, with_scope: bool) -> None:
         """Enter ``name`` unless already entered; ``with_scope`` also computes the read
         scope, recorded in the same audit write as the entry decision."""
-        authorizer = self.runtime.authorizer
+        authorizer = self.services.authorizer
         entry = Resource.of_memory(name)
         checks: list[tuple[Action, Resource]] = []
         if name not in self._entered:
-            if not await self.runtime.memories.exists(name):
+            if not await self.services.memories.exists(name):
                 await authorizer.deny_missing(self.caller, Action.READ, entry, self.trace)
                 raise no_memory(name)
             checks.append((Action.READ, entry))
@@ -143,11 +143,11 @@ class Context:
 
     async def authorize(self, action: Action, resource: Resource) -> Decision:
         """Allowed, or FORBIDDEN with the reason code; recorded either way."""
-        return await self.runtime.authorizer.check(self.caller, action, resource, self.trace)
+        return await self.services.authorizer.check(self.caller, action, resource, self.trace)
 
     async def may(self, action: Action, resource: Resource) -> bool:
         """Whether allowed (recorded); for answers that must not reveal existence."""
-        decision = await self.runtime.authorizer.decide(self.caller, action, resource, self.trace)
+        decision = await self.services.authorizer.decide(self.caller, action, resource, self.trace)
         return decision.allowed
 
     async def visibility(self, memory: str, *, fresh: bool = False) -> NoteVisibility:
@@ -171,7 +171,7 @@ class Context:
         """Publish ``event`` after the change it reports committed. A failure is logged,
         never raised: the change stands, and events are notifications, not the record."""
         try:
-            await self.runtime.events.publish(replace(event, correlation_id=self.request_id))
+            await self.services.events.publish(replace(event, correlation_id=self.request_id))
         except FortemiError:
             log.warning("event %s for %s not published", event.type, event.entity_id)
 
@@ -182,7 +182,7 @@ class Context:
         whether it exists.
         """
         memory = await self.memory()
-        note = await self.runtime.notes.get(memory, note_id)
+        note = await self.services.notes.get(memory, note_id)
         if note is None or not await self.may(
             Action.READ, Resource.of_note(memory, note.project, note.skill)
         ):

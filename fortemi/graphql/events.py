@@ -72,7 +72,7 @@ class EventSubscription:
         access = Reauthorized(info, lambda: context.visibility(memory, fresh=True))
         await access.current()
         wanted = set(types or ())
-        source = context.runtime.events.subscribe(after=after)
+        source = context.services.events.subscribe(after=after)
         try:
             async for visible, event in access.watch(until_token_expires(info, source)):
                 if event.memory != memory or event.entity_type != "note":
@@ -119,7 +119,7 @@ class EventSubscription:
         internals = await may_see_internals(info, memory)
         access = Reauthorized(info, decide)
         await access.current()
-        source = context.runtime.events.subscribe(after=after)
+        source = context.services.events.subscribe(after=after)
         try:
             async for _, event in access.watch(until_token_expires(info, source)):
                 if event.entity_type != "job" or event.memory != memory:

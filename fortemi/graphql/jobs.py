@@ -154,7 +154,7 @@ async def _shown(info: Info, job: JobModel) -> Job:
 
 async def visible_job(info: Info, job_id: UUID, action: Action = Action.READ) -> JobModel:
     """The job if the caller may see it (NOT_FOUND otherwise) and may do ``action``."""
-    job = await info.context.runtime.jobs.get(job_id)
+    job = await info.context.services.jobs.get(job_id)
     if job is None or not await info.context.may(Action.READ, _governing(job.memory)):
         raise NotFound(f"No job {job_id}", id=str(job_id))
     if action is not Action.READ:
@@ -184,7 +184,7 @@ class JobQuery:
         else:
             memory = await info.context.memory()
         given = filter or JobFilter()
-        page = await info.context.runtime.jobs.list(
+        page = await info.context.services.jobs.list(
             JobFilterModel(
                 status=given.status,
                 type=given.type,
@@ -208,7 +208,7 @@ class JobQuery:
     @strawberry.field(description="Counts across every memory (system readers)")
     async def job_stats(self, info: Info) -> JobStats:
         await info.context.authorize(Action.READ, Resource.system())
-        stats = await info.context.runtime.jobs.stats()
+        stats = await info.context.services.jobs.stats()
         return JobStats(
             by_status=[JobCount(key=k, count=v) for k, v in sorted(stats.by_status.items())],
             pending_by_tier=[
@@ -238,21 +238,21 @@ class JobMutation:
             payload={"note_ids": sorted({str(i) for i in note_ids})},
             requested_by=info.context.caller.sub,
         )
-        job, _ = await info.context.runtime.jobs.submit(spec)
-        await info.context.runtime.dispatch(job)
+        job, _ = await info.context.services.jobs.submit(spec)
+        await info.context.services.wakeups.dispatch(job)
         return await _shown(info, job)
 
     @strawberry.mutation
     async def cancel_job(self, info: Info, id: strawberry.ID) -> Job:
         job = await visible_job(info, _job_id(id), Action.WRITE)
-        cancelled = await info.context.runtime.jobs.cancel(job.id, actor=info.context.caller.sub)
+        cancelled = await info.context.services.jobs.cancel(job.id, actor=info.context.caller.sub)
         return await _shown(info, cancelled)
 
     @strawberry.mutation(description="Run a failed or cancelled job again")
     async def retry_job(self, info: Info, id: strawberry.ID) -> Job:
         job = await visible_job(info, _job_id(id), Action.WRITE)
-        retried = await info.context.runtime.jobs.retry(job.id, actor=info.context.caller.sub)
-        await info.context.runtime.dispatch(retried)
+        retried = await info.context.services.jobs.retry(job.id, actor=info.context.caller.sub)
+        await info.context.services.wakeups.dispatch(retried)
         return await _shown(info, retried)
 
     @strawberry.mutation(description="Stop starting jobs of a memory (null: every memory)")
@@ -260,7 +260,7 @@ class JobMutation:
         if memory is not None:
             await info.context.enter(memory)
         await info.context.authorize(Action.ADMIN, _governing(memory))
-        await info.context.runtime.jobs.pause(memory, actor=info.context.caller.sub)
+        await info.context.services.jobs.pause(memory, actor=info.context.caller.sub)
         return True
 
     @strawberry.mutation(description="Start jobs of a memory again (null: every memory)")
@@ -268,7 +268,7 @@ class JobMutation:
         if memory is not None:
             await info.context.enter(memory)
         await info.context.authorize(Action.ADMIN, _governing(memory))
-        await info.context.runtime.jobs.resume(memory)
+        await info.context.services.jobs.resume(memory)
         # Jobs held back while paused have had their messages consumed: nudge them now.
-        await info.context.runtime.redispatch_due()
+        await info.context.services.wakeups.redispatch_due()
         return True

@@ -31,7 +31,7 @@ class Memory:
     @strawberry.field(description="Live notes in this memory that you may read")
     async def note_count(self, info: Info) -> int:
         visible = NoteFilter(visibility=await info.context.visibility(self.name))
-        return await info.context.runtime.notes.count(self.name, visible)
+        return await info.context.services.notes.count(self.name, visible)
 
     @classmethod
     def from_model(cls, memory: MemoryModel) -> Memory:
@@ -58,8 +58,8 @@ class MemoryQuery:
     @strawberry.field(description="The memories you may read")
     async def memories(self, info: Info) -> list[Memory]:
         context = info.context
-        every = await context.runtime.memories.list()
-        decisions = await context.runtime.authorizer.decide_all(
+        every = await context.services.memories.list()
+        decisions = await context.services.authorizer.decide_all(
             context.caller,
             [(Action.READ, Resource.of_memory(m.name)) for m in every],
             context.trace,
@@ -72,7 +72,7 @@ class MemoryQuery:
             await info.context.enter(name)
         except NotFound:
             return None
-        found = await info.context.runtime.memories.get(name)
+        found = await info.context.services.memories.get(name)
         return None if found is None else Memory.from_model(found)  # None: deleted just now
 
 
@@ -92,11 +92,7 @@ class MemoryMutation:
             document = dict(policy)
         else:
             raise BadUserInput("policy must be a JSON object in the policy format", field="policy")
-        # Validate the policy before the memory exists, so a bad one leaves nothing behind.
-        context.runtime.policy_store.validate("memory", name, name, document)
-        created = await context.runtime.memories.create(name, created_by=caller)
-        await context.runtime.policy_store.put("memory", name, name, document, actor=caller)
-        await context.runtime.policies.invalidate()
+        created = await context.services.memories.create(name, created_by=caller, policy=document)
         return Memory.from_model(created)
 
     @strawberry.mutation(
@@ -104,11 +100,7 @@ class MemoryMutation:
     )
     async def delete_memory(self, info: Info, name: str, confirm: str) -> bool:
         await info.context.authorize(Action.ADMIN, Resource.system())
-        runtime = info.context.runtime
-        await runtime.memories.delete(name, confirm=confirm)
-        # Its stored policies went with it (ON DELETE CASCADE); every replica must forget
-        # them now rather than at its next refresh.
-        await runtime.policies.invalidate()
+        await info.context.services.memories.delete(name, confirm=confirm)
         return True
 
     @strawberry.mutation(
@@ -116,4 +108,4 @@ class MemoryMutation:
     )
     async def set_default_memory(self, info: Info, name: str) -> Memory:
         await info.context.authorize(Action.ADMIN, Resource.system())
-        return Memory.from_model(await info.context.runtime.memories.set_default(name))
+        return Memory.from_model(await info.context.services.memories.set_default(name))

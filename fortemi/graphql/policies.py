@@ -109,7 +109,7 @@ class PolicyQuery:
     @strawberry.field(description="What policies are loaded, from where, and what failed")
     async def policies(self, info: Info) -> PolicyStatus:
         await info.context.authorize(Action.READ, Resource.system())
-        return _status(await info.context.runtime.policies.snapshot())
+        return _status(await info.context.services.policies.snapshot())
 
 
 @strawberry.type
@@ -117,18 +117,17 @@ class PolicyMutation:
     @strawberry.mutation(description="Re-read policy files and stored policies everywhere")
     async def reload_policies(self, info: Info) -> PolicyStatus:
         await info.context.authorize(Action.ADMIN, Resource.system())
-        return _status(await info.context.runtime.policies.invalidate())
+        return _status(await info.context.services.policies.invalidate())
 
     @strawberry.mutation(description="Store a policy (a policy file for it still wins)")
     async def set_policy(self, info: Info, input: SetPolicyInput) -> PolicyStatus:
         await info.context.authorize(Action.ADMIN, Resource.system())
-        runtime = info.context.runtime
         kind = ResourceType(input.resource_type.value)
         memory = input.name if kind is ResourceType.MEMORY else input.memory
-        await runtime.policy_store.put(
+        policies = await info.context.services.policies.put(
             kind, memory, input.name, _document(input.document), actor=info.context.caller.sub
         )
-        return _status(await runtime.policies.invalidate())
+        return _status(policies)
 
     @strawberry.mutation(description="Remove a stored policy; its resource falls back")
     async def delete_policy(
@@ -139,10 +138,7 @@ class PolicyMutation:
         memory: str | None = None,
     ) -> bool:
         await info.context.authorize(Action.ADMIN, Resource.system())
-        runtime = info.context.runtime
         kind = ResourceType(resource_type.value)
-        removed = await runtime.policy_store.delete(
+        return await info.context.services.policies.delete(
             kind, name if kind is ResourceType.MEMORY else memory, name
         )
-        await runtime.policies.invalidate()
-        return removed

@@ -45,7 +45,7 @@ class Reauthorized(Generic[T]):
         """The decision under the policies in force now; raises if access is gone."""
         context = self._info.context
         async with self._lock:
-            policies = await context.runtime.policies.snapshot()
+            policies = await context.services.policies.snapshot()
             key = (policies.version, context.caller)
             if self._decided is None or self._decided[0] != key:
                 self._decided = (key, await self._decide())
@@ -60,7 +60,7 @@ class Reauthorized(Generic[T]):
         the wait for anything but the end would end the source.
         """
         loop = asyncio.get_running_loop()
-        every = self._info.context.runtime.settings.policy_refresh_seconds
+        every = self._info.context.services.settings.policy_refresh_seconds
         waiting: asyncio.Task[object] | None = None
         denial: Exception | None = None
         check: asyncio.Task[None] | None = None

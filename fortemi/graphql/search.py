@@ -151,9 +151,9 @@ class SearchQuery:
             ),
         ] = None,
     ) -> SearchResults:
-        runtime = info.context.runtime
+        services = info.context.services
         scopes = await _scopes(info, memories)
-        outcome = await runtime.search.search(
+        outcome = await services.search.search(
             scopes,
             model.SearchRequest(
                 query=query,
@@ -208,7 +208,7 @@ class SearchQuery:
     @strawberry.field(description="How much of this memory is searchable yet")
     async def search_index_status(self, info: Info) -> SearchIndexStatus:
         memory = await info.context.memory()
-        status = await info.context.runtime.search.index_status(memory)
+        status = await info.context.services.search.index_status(memory)
         return SearchIndexStatus(
             notes=status.notes,
             chunks=status.chunks,

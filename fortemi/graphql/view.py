@@ -54,7 +54,7 @@ from fortemi.platform.errors import Unauthenticated
 if TYPE_CHECKING:
     import strawberry
 
-    from fortemi.runtime import Runtime
+    from fortemi.graphql.services import Services
 
 __all__ = ["GraphQLView"]
 
@@ -118,8 +118,8 @@ def _http_error(exc: HTTPException, media_type: str) -> Response:
 class GraphQLView(GraphQL[Context, None]):
     graphql_transport_ws_handler_class = ExpiringTransportWSHandler
 
-    def __init__(self, schema: strawberry.Schema, runtime: Runtime) -> None:
-        settings = runtime.settings
+    def __init__(self, schema: strawberry.Schema, services: Services) -> None:
+        settings = services.settings
         super().__init__(
             schema,
             graphql_ide=None if settings.is_production else "graphiql",
@@ -130,7 +130,7 @@ class GraphQLView(GraphQL[Context, None]):
             connection_init_wait_timeout=timedelta(seconds=10),
             max_subscriptions_per_connection=settings.ws_max_subscriptions,
         )
-        self.runtime = runtime
+        self.services = services
         # Outside production GET serves GraphiQL from the package's own files (no CDN).
         self.ide = None if settings.is_production else GraphiQLPage()
 
@@ -140,7 +140,7 @@ class GraphQLView(GraphQL[Context, None]):
             request_id = _request_id()
             logs.request_id.set(request_id)
             try:
-                principal = await self.runtime.tokens.validate(
+                principal = await self.services.tokens.validate(
                     bearer_token(request.headers.get("authorization"))
                 )
             except Unauthenticated as exc:
@@ -175,7 +175,7 @@ class GraphQLView(GraphQL[Context, None]):
         return decode_body(data)
 
     def encode_json(self, data: object) -> str:
-        limit = self.runtime.settings.max_response_bytes
+        limit = self.services.settings.max_response_bytes
         try:
             return encode_within(data, limit)
         except ResponseTooLarge:
@@ -217,7 +217,7 @@ class GraphQLView(GraphQL[Context, None]):
         request_id = getattr(request.state, "request_id", None) or _request_id()
         logs.request_id.set(request_id)
         return Context(
-            runtime=self.runtime,
+            services=self.services,
             request=request,
             request_id=request_id,
             client_request_id=_client_request_id(request.headers),
@@ -229,7 +229,7 @@ class GraphQLView(GraphQL[Context, None]):
     async def on_ws_connect(self, context: Context) -> None:
         params = context.connection_params or {}
         try:
-            context.principal = await self.runtime.tokens.validate(
+            context.principal = await self.services.tokens.validate(
                 bearer_token(authorization_of(params))
             )
         except Unauthenticated as exc:

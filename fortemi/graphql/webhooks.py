@@ -92,7 +92,7 @@ class Webhook:
     async def deliveries(
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> WebhookDeliveryConnection:
-        page = await info.context.runtime.webhooks.deliveries(
+        page = await info.context.services.webhooks.deliveries(
             parse_id(self.id, "Webhook"), first=first, after=after
         )
         return WebhookDeliveryConnection(
@@ -154,12 +154,12 @@ class WebhookQuery:
     @strawberry.field(description="This memory's webhooks (memory admins)")
     async def webhooks(self, info: Info) -> list[Webhook]:
         memory = await _admin_memory(info)
-        return [Webhook.from_model(h) for h in await info.context.runtime.webhooks.list(memory)]
+        return [Webhook.from_model(h) for h in await info.context.services.webhooks.list(memory)]
 
     @strawberry.field(description="A webhook of this memory by id (memory admins)")
     async def webhook(self, info: Info, id: strawberry.ID) -> Webhook | None:
         memory = await _admin_memory(info)
-        hook = await info.context.runtime.webhooks.get(memory, parse_id(id, "Webhook"))
+        hook = await info.context.services.webhooks.get(memory, parse_id(id, "Webhook"))
         return None if hook is None else Webhook.from_model(hook)
 
 
@@ -168,7 +168,7 @@ class WebhookMutation:
     @strawberry.mutation(description="Send this memory's events of the given types to a URL")
     async def create_webhook(self, info: Info, input: CreateWebhookInput) -> Webhook:
         memory = await _admin_memory(info)
-        hook, secret = await info.context.runtime.webhooks.create(
+        hook, secret = await info.context.services.webhooks.create(
             memory,
             url=input.url,
             event_types=input.event_types,
@@ -182,7 +182,7 @@ class WebhookMutation:
     async def delete_webhook(self, info: Info, id: strawberry.ID) -> bool:
         memory = await _admin_memory(info)
         try:
-            await info.context.runtime.webhooks.delete(memory, parse_id(id, "Webhook"))
+            await info.context.services.webhooks.delete(memory, parse_id(id, "Webhook"))
         except NotFound:
             raise NotFound(f"No webhook {id} in this memory", id=str(id)) from None
         return True

@@ -103,7 +103,7 @@ class ExpiringTransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
         """The principal of a renewal token, or None once the socket is closed for it."""
         current = self.context.caller
         try:
-            principal = await self.context.runtime.tokens.validate(bearer_token(header))
+            principal = await self.context.services.tokens.validate(bearer_token(header))
         except Unauthenticated as exc:
             log.info("refused websocket renewal %s: %s", self.context.request_id, exc.reason)
             await self._close(EXPIRED_CLOSE_CODE, "Token renewal refused")
@@ -116,7 +116,7 @@ class ExpiringTransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
 
     def _arm(self, principal: Principal) -> None:
         """(Re)start the timer for ``principal``'s token: its exp plus the leeway."""
-        leeway = self.context.runtime.settings.oidc_leeway_seconds
+        leeway = self.context.services.settings.oidc_leeway_seconds
         self._deadline = principal.expires_at.timestamp() + leeway
         if self._expiry is not None:
             self._expiry.cancel()

@@ -1,11 +1,21 @@
 from __future__ import annotations
 
-import pytest
+import itertools
+import os
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
 
-from fortemi.platform.database import Database, memory_schema
+import asyncpg
+import pytest
+import redis.asyncio as redis
+
+from fortemi.auth.policy import PolicyService, build_policy_service
+from fortemi.platform.database import Connection, Database, memory_schema
+from fortemi.platform.embedded import ServiceUrls
 from fortemi.platform.errors import BadUserInput, Conflict, NotFound
-from fortemi.platform.memories import MemoryService
+from fortemi.platform.memories import MemoryPolicyStore, MemoryService
 from fortemi.platform.migrations import Migrations
+from tests.support.policies import FIXTURE_POLICIES
 
 
 async def test_created_memory_has_its_own_schema_at_latest_template_version(
@@ -97,3 +107,120 @@ async def test_transaction_settings_refuse_anything_but_a_plain_name_and_an_inte
     with pytest.raises(ValueError, match="not a setting"):
         async with db.memory_transaction(memory, local=local):  # type: ignore[arg-type]
             pass
+
+
+# -- a memory and its policy ---------------------------------------------------------------
+
+_fresh = itertools.count()
+
+
+def _fresh_name() -> str:
+    return f"mp{os.getpid()}_{next(_fresh)}"
+
+
+def _private(name: str) -> dict[str, Any]:
+    return {"version": 1, "memory": name, "access_level": "private", "grant": {"subjects": ["a"]}}
+
+
+@pytest.fixture
+async def policies(db: Database, service_urls: ServiceUrls) -> AsyncIterator[PolicyService]:
+    client = redis.Redis.from_url(service_urls.redis)
+    yield build_policy_service(FIXTURE_POLICIES, db, client)
+    await client.aclose()
+
+
+class _PolicyWriteFailed(Exception):
+    pass
+
+
+class FailingAfterWrite:
+    """The real policy store, whose write lands in the transaction and then fails there:
+    by raising, or by a statement the database rejects."""
+
+    def __init__(self, inner: MemoryPolicyStore, *, by_database: bool) -> None:
+        self._inner = inner
+        self._by_database = by_database
+        self.announced = 0
+
+    def check(self, memory: str, document: Mapping[str, Any]) -> None:
+        self._inner.check(memory, document)
+
+    async def store(
+        self, conn: Connection, memory: str, document: Mapping[str, Any], *, actor: str
+    ) -> None:
+        await self._inner.store(conn, memory, document, actor=actor)
+        if self._by_database:
+            await conn.execute("SELECT 1 / 0")
+        raise _PolicyWriteFailed
+
+    async def changed(self) -> None:
+        self.announced += 1
+        await self._inner.changed()
+
+
+async def _traces(db: Database, name: str) -> tuple[int, int, int]:
+    """Rows of ``name`` in the registry, schemas of it, and stored policies of it."""
+    async with db.connection() as conn:
+        return (
+            await conn.fetchval("SELECT count(*) FROM public.memory WHERE name = $1", name),
+            await conn.fetchval(
+                "SELECT count(*) FROM information_schema.schemata WHERE schema_name = $1",
+                memory_schema(name),
+            ),
+            await conn.fetchval(
+                "SELECT count(*) FROM public.access_policy WHERE memory = $1", name
+            ),
+        )
+
+
+async def test_a_memory_created_with_a_policy_has_it_stored_and_in_force(
+    db: Database, policies: PolicyService
+) -> None:
+    service = MemoryService(db, Migrations(), policies=policies.memory_policies())
+    name = _fresh_name()
+    await service.create(name, created_by="alice", policy=_private(name))
+    try:
+        stored = await policies.get("memory", name, name)
+        assert stored is not None
+        assert stored.document == _private(name)
+        assert stored.updated_by == "alice"
+        in_force = {(i.resource_type.value, i.name) for i in (await policies.snapshot()).infos()}
+        assert ("memory", name) in in_force
+    finally:
+        await service.delete(name, confirm=name)
+    # Deleting the memory took its policy along, and the set in force forgot it at once.
+    in_force = {(i.resource_type.value, i.name) for i in (await policies.snapshot()).infos()}
+    assert ("memory", name) not in in_force
+    assert await _traces(db, name) == (0, 0, 0)
+
+
+@pytest.mark.parametrize("by_database", [False, True], ids=["raises", "database_rejects"])
+async def test_a_policy_write_that_fails_leaves_no_memory_behind(
+    db: Database, policies: PolicyService, by_database: bool
+) -> None:
+    store = FailingAfterWrite(policies.memory_policies(), by_database=by_database)
+    service = MemoryService(db, Migrations(), policies=store)
+    name = _fresh_name()
+    expected = asyncpg.DivisionByZeroError if by_database else _PolicyWriteFailed
+    with pytest.raises(expected):
+        await service.create(name, created_by="alice", policy=_private(name))
+    assert await _traces(db, name) == (0, 0, 0)
+    assert await service.get(name) is None
+    assert store.announced == 1  # replicas reload, whatever the outcome
+    # Nothing half-made blocks the name: it can be created now.
+    healthy = MemoryService(db, Migrations(), policies=policies.memory_policies())
+    await healthy.create(name, created_by="alice", policy=_private(name))
+    await healthy.delete(name, confirm=name)
+
+
+async def test_an_invalid_policy_is_refused_before_the_memory_exists(
+    db: Database, policies: PolicyService
+) -> None:
+    service = MemoryService(db, Migrations(), policies=policies.memory_policies())
+    name = _fresh_name()
+    with pytest.raises(BadUserInput) as refused:
+        await service.create(
+            name, created_by="alice", policy={**_private(name), "access_level": "grup"}
+        )
+    assert refused.value.extensions["field"] == "document.access_level"
+    assert await _traces(db, name) == (0, 0, 0)

@@ -57,16 +57,6 @@ _FEATURE_RULE = (
     "a feature imports platform, auth, inference and another feature's service module only"
 )
 
-# Known edges that run against the direction and are being removed on another branch:
-# the GraphQL context and view take the composition root's Runtime. Delete these entries
-# when that change is merged; the test then holds the direction with no exception.
-_PENDING: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("graphql/context.py", "runtime"),
-        ("graphql/view.py", "runtime"),
-    }
-)
-
 
 @dataclass(frozen=True)
 class Violation:
@@ -168,17 +158,11 @@ def package_violations(package: Path) -> list[Violation]:
 
 
 def test_every_import_follows_the_dependency_direction() -> None:
-    broken = [v for v in package_violations(PACKAGE) if (v.path, v.target) not in _PENDING]
+    broken = package_violations(PACKAGE)
 
     assert not broken, "imports against DESIGN.md's dependency direction:\n" + "\n".join(
         map(str, broken)
     )
-
-
-def test_each_pending_allowance_is_still_an_import_in_the_package() -> None:
-    found = {(v.path, v.target) for v in package_violations(PACKAGE)}
-
-    assert _PENDING <= found, f"stale allowances, delete them: {sorted(_PENDING - found)}"
 
 
 # -- the checker, on modules written for the purpose ------------------------------------

@@ -4,7 +4,8 @@ Every decision (allow and deny) becomes a row of ``public.rbac_audit_log`` throu
 :class:`AuditWriter` (the process's :class:`AuditSink`), chained per writer segment with a
 keyed hash under the :class:`AuditKeyring`, segments chained in a registry (:mod:`.chain`),
 re-checkable with :func:`verify` (against heads exported with :func:`export_heads`),
-queried by auditors with :func:`list_entries` and :func:`stats`, and exported with
+queried by auditors through the :class:`AuditService` (:func:`list_entries`,
+:func:`stats`, :func:`verify`, and a live feed), and exported with
 :func:`export`.
 """
 
@@ -22,6 +23,7 @@ from fortemi.auth.audit.models import (
     Verification,
 )
 from fortemi.auth.audit.repository import list_entries, stats
+from fortemi.auth.audit.service import AuditService
 from fortemi.auth.audit.verify import verify
 from fortemi.auth.audit.writer import AUDIT_CHANNEL, AuditWriter
 
@@ -33,6 +35,7 @@ __all__ = [
     "AuditKeyring",
     "AuditPage",
     "AuditRecord",
+    "AuditService",
     "AuditSink",
     "AuditWriter",
     "Pin",

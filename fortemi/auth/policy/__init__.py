@@ -2,20 +2,18 @@
 
 The pieces, in the order a request meets them::
 
-    PolicyProvider.snapshot()  ->  PolicySet  ->  AccessDecisionEngine.decide()  ->  Decision
+    PolicyService.snapshot()  ->  PolicySet  ->  AccessDecisionEngine.decide()  ->  Decision
     (files + database, kept          (immutable,     (memory admission, deny, grant,
      current through Redis)           versioned)      stated action, access level,
                                                       role, permission)
 
+:class:`PolicyService` is what the rest of the code holds: reads, and writes that
+announce themselves to every replica; :func:`build_policy_service` is its one wiring.
 Lists and searches ask :meth:`AccessDecisionEngine.read_scope` instead, once per request,
 and turn the :class:`ReadScope` into a SQL predicate.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
-
-from redis.asyncio import Redis
 
 from fortemi.auth.policy.cache import GENERATION_KEY, RedisCachedPolicyProvider
 from fortemi.auth.policy.database_provider import DatabasePolicyProvider, StoredPolicy
@@ -38,8 +36,8 @@ from fortemi.auth.policy.providers import (
     FilePolicyProvider,
     PolicyProvider,
 )
+from fortemi.auth.policy.service import MemoryPolicies, PolicyService, build_policy_service
 from fortemi.auth.policy.validation import PolicyValidationError, parse_defaults, parse_policy
-from fortemi.platform.database import Database
 
 __all__ = [
     "DEFAULT_ROLES",
@@ -52,30 +50,22 @@ __all__ = [
     "DefaultDecision",
     "Defaults",
     "FilePolicyProvider",
+    "MemoryPolicies",
     "NameScope",
     "Policy",
     "PolicyError",
     "PolicyInfo",
     "PolicyProvider",
     "PolicyRef",
+    "PolicyService",
     "PolicySet",
     "PolicyValidationError",
     "ReadScope",
     "RedisCachedPolicyProvider",
     "StoredPolicy",
-    "build_policy_provider",
+    "build_policy_service",
     "load_policy_directory",
     "parse_defaults",
     "parse_policy",
     "read_yaml",
 ]
-
-
-def build_policy_provider(directory: Path, db: Database, redis: Redis) -> RedisCachedPolicyProvider:
-    """The production wiring: files and database merged, kept current through Redis.
-
-    The caller runs ``provider.inner.file.watch()`` as a task for hot reload, writes
-    through ``provider.inner.database``, and calls ``provider.invalidate()`` after writes.
-    """
-    composite = CompositePolicyProvider(FilePolicyProvider(directory), DatabasePolicyProvider(db))
-    return RedisCachedPolicyProvider(composite, redis)

@@ -31,7 +31,7 @@ from fortemi.auth.policy.validation import (
     check_resource_name,
     parse_policy,
 )
-from fortemi.platform.database import Database, validate_memory_name
+from fortemi.platform.database import Connection, Database, validate_memory_name
 from fortemi.platform.errors import BadUserInput, NotFound
 
 __all__ = ["MAX_DOCUMENT_BYTES", "DatabasePolicyProvider", "StoredPolicy"]
@@ -148,11 +148,23 @@ class DatabasePolicyProvider:
         policy, replacing any. Raises :class:`BadUserInput`, or :class:`NotFound` for an
         unknown memory.
         """
+        async with self._db.shared_transaction() as conn:
+            return await self.put_in(conn, resource_type, memory, name, document, actor)
+
+    async def put_in(
+        self,
+        conn: Connection,
+        resource_type: ResourceType | str,
+        memory: str | None,
+        name: str,
+        document: dict[str, Any],
+        actor: str,
+    ) -> Policy:
+        """:meth:`put` inside the caller's shared transaction ``conn``."""
         policy = self.validate(resource_type, memory, name, document)
         memory = policy.memory
         try:
-            async with self._db.shared_transaction() as conn:
-                await put_policy(conn, policy.resource_type.value, memory, name, document, actor)
+            await put_policy(conn, policy.resource_type.value, memory, name, document, actor)
         except asyncpg.ForeignKeyViolationError as exc:
             raise NotFound(f"Memory {memory!r} does not exist", memory=memory) from exc
         finally:

@@ -16,6 +16,7 @@ request never sees half of a reload.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -87,8 +88,13 @@ class FilePolicyProvider:
             self._current = current
             return current
 
-    async def watch(self, *, on_reload: Callable[[PolicySet], object] | None = None) -> None:
-        """Reload whenever a file under the directory changes; runs until cancelled.
+    async def watch(
+        self,
+        *,
+        on_reload: Callable[[PolicySet], object] | None = None,
+        stop: asyncio.Event | None = None,
+    ) -> None:
+        """Reload whenever a file under the directory changes, until ``stop`` is set.
 
         ``on_reload`` (if given) is called with the set in force after each reload. A
         reload that fails unexpectedly is logged and the watch goes on.
@@ -97,18 +103,27 @@ class FilePolicyProvider:
         being removed: an inotify watch does not survive its directory) it reloads once
         more after ``quiet_ms`` without changes, because whatever changed between the
         last read and the arming raised no event.
+
+        Stop it by setting ``stop``: the file watcher waits in a worker thread, which
+        polls ``stop`` every 50 ms and returns, so the watch ends on its own and nothing
+        is left running. A cancel has to reach through anyio's wait on that thread
+        instead, and closes that relied on it were seen to hang intermittently.
         """
+        stop = stop or asyncio.Event()
         await self.snapshot()
-        while True:
+        while not stop.is_set():
             # A folder appearing fires no event we could wait on: poll for it.
-            while not self.directory.is_dir():  # noqa: ASYNC110
-                await asyncio.sleep(self._debounce_ms / 1000)
+            if not self.directory.is_dir():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), self._debounce_ms / 1000)
+                continue
             unseen = True  # changes may have landed before the watch was armed
             async for changes in watchfiles.awatch(
                 self.directory,
                 debounce=self._debounce_ms,
                 rust_timeout=self._quiet_ms,
                 yield_on_timeout=True,  # an empty batch: armed, and quiet for quiet_ms
+                stop_event=stop,
             ):
                 if changes or unseen:
                     unseen = False

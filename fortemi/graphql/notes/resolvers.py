@@ -17,7 +17,6 @@ import strawberry
 from fortemi.auth.decision import Action, Resource
 from fortemi.graphql.context import Info
 from fortemi.graphql.notes.inputs import (
-    ChangePolicy,
     CreateNoteInput,
     NoteFilterInput,
     UpdateNoteInput,
@@ -111,7 +110,7 @@ class NoteQuery:
                 Action.READ, Resource.of_note(memory, note_filter.project, None)
             )
         scoped = replace(note_filter, visibility=visible)
-        service = context.runtime.notes
+        service = context.services.notes
         page = await service.list(memory, first=first, after=after, filter=scoped)
 
         async def count() -> int:
@@ -122,7 +121,7 @@ class NoteQuery:
     @strawberry.field(description="Every version of a note, oldest first")
     async def note_versions(self, info: Info, id: strawberry.ID) -> list[NoteVersion]:
         memory, note = await info.context.readable_note(parse_note_id(id))
-        versions = await info.context.runtime.notes.versions(memory, note.id)
+        versions = await info.context.services.notes.versions(memory, note.id)
         return [NoteVersion.from_model(v) for v in versions]
 
     @strawberry.field(description="One version of a note, or null")
@@ -131,7 +130,7 @@ class NoteQuery:
         if found is None:
             return None
         memory = await info.context.memory()
-        recorded = await info.context.runtime.notes.version(memory, found.id, version)
+        recorded = await info.context.services.notes.version(memory, found.id, version)
         return NoteVersion.from_model(recorded) if recorded else None
 
     @strawberry.field(description="Unified diff of two versions of a note")
@@ -139,7 +138,7 @@ class NoteQuery:
         self, info: Info, id: strawberry.ID, from_version: int, to_version: int
     ) -> NoteDiff:
         memory, note = await info.context.readable_note(parse_note_id(id))
-        diff = await info.context.runtime.notes.diff(memory, note.id, from_version, to_version)
+        diff = await info.context.services.notes.diff(memory, note.id, from_version, to_version)
         return NoteDiff.from_model(diff)
 
     @strawberry.field(description="Any object by global id, in this memory only")
@@ -160,7 +159,9 @@ class NoteMutation:
         await info.context.authorize(
             Action.WRITE, Resource.of_note(memory, draft.project, draft.skill)
         )
-        note = await info.context.runtime.notes.create(memory, draft, actor=info.context.caller.sub)
+        note = await info.context.services.notes.create(
+            memory, draft, actor=info.context.caller.sub
+        )
         await info.context.notify(_changed("created", memory, note, info.context.caller.sub))
         return Note.from_model(note)
 
@@ -174,7 +175,7 @@ class NoteMutation:
             project = current.project if patch.project is UNSET else patch.project
             skill = current.skill if patch.skill is UNSET else patch.skill
             await info.context.authorize(Action.WRITE, Resource.of_note(memory, project, skill))
-        note = await info.context.runtime.notes.update(
+        note = await info.context.services.notes.update(
             memory, current.id, patch, actor=info.context.caller.sub, owner=_owned_by(current)
         )
         await info.context.notify(_changed("updated", memory, note, info.context.caller.sub))
@@ -184,7 +185,7 @@ class NoteMutation:
     async def delete_note(self, info: Info, id: strawberry.ID) -> Note:
         memory, current = await info.context.readable_note(parse_note_id(id))
         await info.context.authorize(Action.DELETE, _owner(memory, current))
-        note = await info.context.runtime.notes.delete(
+        note = await info.context.services.notes.delete(
             memory, current.id, actor=info.context.caller.sub, owner=_owned_by(current)
         )
         await info.context.notify(_changed("deleted", memory, note, info.context.caller.sub))
@@ -194,7 +195,7 @@ class NoteMutation:
     async def restore_note(self, info: Info, id: strawberry.ID) -> Note:
         memory, current = await info.context.readable_note(parse_note_id(id))
         await info.context.authorize(Action.WRITE, _owner(memory, current))
-        note = await info.context.runtime.notes.restore(
+        note = await info.context.services.notes.restore(
             memory, current.id, actor=info.context.caller.sub, owner=_owned_by(current)
         )
         await info.context.notify(_changed("restored", memory, note, info.context.caller.sub))
@@ -204,7 +205,7 @@ class NoteMutation:
     async def purge_note(self, info: Info, id: strawberry.ID) -> bool:
         memory, current = await info.context.readable_note(parse_note_id(id))
         await info.context.authorize(Action.DELETE, _owner(memory, current))
-        await info.context.runtime.notes.purge(memory, current.id, owner=_owned_by(current))
+        await info.context.services.notes.purge(memory, current.id, owner=_owned_by(current))
         await info.context.notify(_changed("purged", memory, current, info.context.caller.sub))
         return True
 
@@ -212,7 +213,7 @@ class NoteMutation:
     async def restore_note_version(self, info: Info, id: strawberry.ID, version: int) -> Note:
         memory, current = await info.context.readable_note(parse_note_id(id))
         await info.context.authorize(Action.WRITE, _owner(memory, current))
-        note = await info.context.runtime.notes.restore_version(
+        note = await info.context.services.notes.restore_version(
             memory, current.id, version, actor=info.context.caller.sub, owner=_owned_by(current)
         )
         await info.context.notify(_changed("updated", memory, note, info.context.caller.sub))
@@ -225,22 +226,13 @@ class NoteMutation:
         items = [item.to_model() for item in input.items]
         context = info.context
         memory = await context.memory()
-        service = context.runtime.notes
-        current = await service.external_owners(
-            memory, input.source, [i.external_id for i in items]
-        )
-        await _refuse_hidden_keys(info, memory, input.source, current)
+        service = context.services.notes
+        owners = await service.upsert_owners(memory, input.source, items, input.on_change)
+        await _refuse_hidden_keys(info, memory, input.source, owners.current)
         # Every owner the batch touches needs write: where existing notes are now, and
-        # where each item puts its note (an omitted owner keeps the current one, except
-        # under REPLACE, which clears it).
-        owners: set[Resource] = {Resource.of_note(memory, p, s) for p, s in current.values()}
-        for item in items:
-            old_project, old_skill = current.get(item.external_id, (None, None))
-            keep = input.on_change is not ChangePolicy.REPLACE and item.external_id in current
-            project = item.project if item.project is not UNSET else (old_project if keep else None)
-            skill = item.skill if item.skill is not UNSET else (old_skill if keep else None)
-            owners.add(Resource.of_note(memory, project, skill))
-        for owner in sorted(owners, key=lambda r: (r.type, r.name or "")):
+        # where each item puts its note.
+        governing = {Resource.of_note(memory, p, s) for p, s in owners.touched}
+        for owner in sorted(governing, key=lambda r: (r.type, r.name or "")):
             await context.authorize(Action.WRITE, owner)
         results = await service.upsert_external(
             memory, input.source, items, input.on_change, actor=info.context.caller.sub

@@ -1,6 +1,6 @@
 """Memories: isolated tenants, one PostgreSQL schema each."""
 
 from fortemi.platform.memories.models import Memory
-from fortemi.platform.memories.service import MemoryService
+from fortemi.platform.memories.service import MemoryPolicyStore, MemoryService
 
-__all__ = ["Memory", "MemoryService"]
+__all__ = ["Memory", "MemoryPolicyStore", "MemoryService"]

@@ -8,30 +8,55 @@ there and then (lazy migration keeps start-up independent of the number of memor
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
-from fortemi.platform.database import Database, validate_memory_name
+from fortemi.platform.database import Connection, Database, validate_memory_name
 from fortemi.platform.errors import BadUserInput, Conflict, NotFound
 from fortemi.platform.memories.models import Memory
 from fortemi.platform.memories.repository import MemoryRepository
 from fortemi.platform.migrations import Migrations
 
-__all__ = ["DEFAULT_MEMORY", "MemoryService"]
+__all__ = ["DEFAULT_MEMORY", "MemoryPolicyStore", "MemoryService"]
 
 DEFAULT_MEMORY = "default"
 
 
+class MemoryPolicyStore(Protocol):
+    """Where a memory's own access policy is kept (the policy service, in production).
+
+    :meth:`store` writes inside the transaction that registers the memory, so a memory
+    never exists without the policy it was created with; :meth:`changed` runs after a
+    memory's policies changed (created, or gone with their memory) and committed.
+    """
+
+    def check(self, memory: str, document: Mapping[str, Any]) -> None:
+        """Raise BAD_USER_INPUT if ``document`` is not a valid policy for ``memory``."""
+
+    async def store(
+        self, conn: Connection, memory: str, document: Mapping[str, Any], *, actor: str
+    ) -> None: ...
+
+    async def changed(self) -> None: ...
+
+
 class MemoryService:
+    """Memories and their lifecycle. With a ``policies`` store, a memory is created with
+    its policy in one transaction, and every replica hears of the policies a memory
+    brought or took with it."""
+
     def __init__(
         self,
         db: Database,
         migrations: Migrations,
         *,
+        policies: MemoryPolicyStore | None = None,
         cache_seconds: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._db = db
         self._migrations = migrations
+        self._policies = policies
         self._repo = MemoryRepository()
         self._cache_seconds = cache_seconds
         self._clock = clock
@@ -89,16 +114,58 @@ class MemoryService:
 
     # -- changes ---------------------------------------------------------------------------
 
-    async def create(self, name: str, *, created_by: str | None) -> Memory:
+    async def create(
+        self,
+        name: str,
+        *,
+        created_by: str | None,
+        policy: Mapping[str, Any] | None = None,
+    ) -> Memory:
+        """Create memory ``name``; with ``policy``, stored as its access policy in the
+        same transaction (a policy that fails to store leaves no memory behind).
+
+        CONFLICT if it exists; BAD_USER_INPUT for a bad name or policy, checked before
+        anything is written.
+        """
+        store = self._policy_store(policy, created_by)
+        if store is not None and policy is not None:
+            # Checked before the name, as createMemory always did: a bad name gets the
+            # same answer as before.
+            store.check(name, policy)
         validate_memory_name(name)
-        async with self._db.shared_transaction() as conn:
-            if not await self._repo.insert(conn, name, created_by):
-                raise Conflict(f"Memory {name!r} already exists", memory=name)
+        try:
+            async with self._db.shared_transaction() as conn:
+                if not await self._repo.insert(conn, name, created_by):
+                    raise Conflict(f"Memory {name!r} already exists", memory=name)
+                if store is not None and policy is not None and created_by is not None:
+                    await store.store(conn, name, policy, actor=created_by)
+        finally:
+            if store is not None:
+                # Also after a failed write: a COMMIT whose answer was lost may have landed.
+                await store.changed()
         # The schema is created empty and registered at version 0; the template goes in
         # through the same path as any later migration.
         async with self._db.memory_transaction(name) as conn:
             await self._migrations.migrate_memory(conn, name)
-        return await self._read_back(name)
+        return await self._existing(name)
+
+    def _policy_store(
+        self, policy: Mapping[str, Any] | None, created_by: str | None
+    ) -> MemoryPolicyStore | None:
+        if policy is None:
+            return None
+        # Both are wiring mistakes, never a client's: the API always names the creator.
+        if self._policies is None:
+            raise RuntimeError("a memory policy was given, but this service has no store")
+        if created_by is None:
+            raise ValueError("a memory created with a policy needs its creator")
+        return self._policies
+
+    async def _existing(self, name: str) -> Memory:
+        memory = await self.get(name)
+        if memory is None:  # deleted between the write and this read
+            raise NotFound(f"Memory {name!r} does not exist", memory=name)
+        return memory
 
     async def ensure(self, name: str, *, default: bool = False) -> Memory:
         """Create ``name`` unless it exists; optionally make it the default if none is."""
@@ -107,12 +174,12 @@ class MemoryService:
             try:
                 memory = await self.create(name, created_by=None)
             except Conflict:  # another process created it first
-                memory = await self._read_back(name)
+                memory = await self._existing(name)
         if default:
             async with self._db.shared_transaction() as conn:
                 if await self._repo.default(conn) is None:
                     await self._repo.set_default(conn, name)
-            memory = await self._read_back(name)
+            memory = await self._existing(name)
         return memory
 
     async def delete(self, name: str, *, confirm: str) -> None:
@@ -132,6 +199,10 @@ class MemoryService:
                 )
             await self._repo.drop(conn, name)
         self._ready.pop(name, None)
+        if self._policies is not None:
+            # Its stored policies went with it (ON DELETE CASCADE); every replica must
+            # forget them now rather than at its next refresh.
+            await self._policies.changed()
 
     async def set_default(self, name: str) -> Memory:
         validate_memory_name(name)
@@ -140,11 +211,4 @@ class MemoryService:
                 raise NotFound(f"Memory {name!r} does not exist", memory=name)
             await self._repo.set_default(conn, name)
         self._default = None
-        return await self._read_back(name)
-
-    async def _read_back(self, name: str) -> Memory:
-        """``name`` read again after a change to it; only a concurrent delete removes it."""
-        memory = await self.get(name)
-        if memory is None:
-            raise NotFound(f"Memory {name!r} does not exist", memory=name)
-        return memory
+        return await self._existing(name)

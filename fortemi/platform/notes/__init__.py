@@ -15,6 +15,7 @@ from fortemi.platform.notes.models import (
     NoteVisibility,
     Page,
     UpsertOutcome,
+    UpsertOwners,
     UpsertResult,
 )
 from fortemi.platform.notes.service import NoteService
@@ -34,6 +35,7 @@ __all__ = [
     "NoteVisibility",
     "Page",
     "UpsertOutcome",
+    "UpsertOwners",
     "UpsertResult",
     "note_event",
 ]

@@ -33,6 +33,7 @@ __all__ = [
     "apply_patch",
     "content_hash",
     "json_equal",
+    "owner_after",
     "same_state",
     "state_of",
     "unified_diff",
@@ -102,6 +103,19 @@ def apply_item(state: NoteDraft, item: ExternalItem, policy: ChangePolicy) -> No
             value = getattr(_DEFAULTS, name)
         values[name] = value
     return replace(state, **values)
+
+
+def owner_after(
+    owner: tuple[str | None, str | None] | None, item: ExternalItem, policy: ChangePolicy
+) -> tuple[str | None, str | None]:
+    """(project, skill) of the note once ``item`` is upserted: the owner the upsert
+    writes, by :func:`apply_item`'s rule. ``owner`` is the existing note's, None when the
+    item creates one (then every omitted field takes its default, as on insert)."""
+    if owner is None:
+        state = apply_item(_DEFAULTS, item, ChangePolicy.REPLACE)
+    else:
+        state = apply_item(replace(_DEFAULTS, project=owner[0], skill=owner[1]), item, policy)
+    return state.project, state.skill
 
 
 def json_equal(a: object, b: object) -> bool:

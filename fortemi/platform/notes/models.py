@@ -212,6 +212,23 @@ class ExternalItem:
     skill: Any = UNSET
 
 
+Owner = tuple[str | None, str | None]
+"""A note's (project, skill): what governs access to it."""
+
+
+@dataclass(frozen=True, slots=True)
+class UpsertOwners:
+    """What an upsert of external notes would touch, to authorize it before it runs.
+
+    ``current``: the owner of each existing note the batch keys, by external id.
+    ``touched``: every owner the batch touches: where existing notes are now, and where
+    each item leaves its note.
+    """
+
+    current: dict[str, Owner]
+    touched: frozenset[Owner]
+
+
 @dataclass(frozen=True, slots=True)
 class UpsertResult:
     external_id: str

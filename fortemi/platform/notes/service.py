@@ -23,6 +23,7 @@ from fortemi.platform.notes.diff import (
     apply_item,
     apply_patch,
     content_hash,
+    owner_after,
     same_state,
     state_of,
     unified_diff,
@@ -40,6 +41,7 @@ from fortemi.platform.notes.models import (
     NoteVersion,
     Page,
     UpsertOutcome,
+    UpsertOwners,
     UpsertResult,
 )
 from fortemi.platform.notes.repository import NoteInsert, NoteRepository, NoteWrite
@@ -221,6 +223,18 @@ class NoteService:
         ids = [validate_external_id(external_id) for external_id in external_ids]
         async with self._db.memory_transaction(memory) as conn:
             return await self._repo.external_owners(conn, source, ids)
+
+    async def upsert_owners(
+        self, memory: str, source: str, items: Sequence[ExternalItem], on_change: ChangePolicy
+    ) -> UpsertOwners:
+        """The owners :meth:`upsert_external` with these arguments would touch, by the same
+        rule (:func:`~fortemi.platform.notes.diff.owner_after`), for the caller to
+        authorize before calling it."""
+        current = await self.external_owners(memory, source, [i.external_id for i in items])
+        touched = set(current.values())
+        for item in items:
+            touched.add(owner_after(current.get(item.external_id), item, on_change))
+        return UpsertOwners(current=current, touched=frozenset(touched))
 
     async def versions(self, memory: str, note_id: UUID) -> builtins.list[NoteVersion]:
         """Every version of the note, ascending; empty when the note does not exist."""

@@ -51,11 +51,10 @@ async def open_memory(runtime: Runtime) -> str:
     """Create a memory with the open test policies; the caller drops it."""
     name = f"g{os.getpid()}_{next(_names)}"
     await runtime.memories.create(name, created_by="test")
-    store = runtime.policy_store
+    store = runtime.policies
     await store.put("memory", name, name, {**OPEN_POLICY, "memory": name}, actor="test")
     for project in TEST_PROJECTS:
         await store.put("project", name, project, {**OPEN_POLICY, "project": project}, actor="test")
-    await runtime.policies.invalidate()
     return name
 
 

@@ -18,8 +18,8 @@ def test_the_session_settings_point_at_the_fixture_policies(settings: Settings) 
 
 
 async def test_the_runtime_reads_and_watches_the_fixture_policies(runtime: Runtime) -> None:
-    assert runtime.policy_files.directory == FIXTURE_POLICIES
-    policies = await runtime.policy_files.snapshot()
+    assert runtime.policies.files.directory == FIXTURE_POLICIES
+    policies = await runtime.policies.files.snapshot()
     assert policies.errors == ()
     assert {info.source for info in policies.infos()} >= {
         "file:default.yaml",

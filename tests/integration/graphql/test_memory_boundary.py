@@ -38,10 +38,7 @@ ALPHA_POLICY: dict[str, Any] = {
 async def alpha(runtime: Runtime) -> AsyncIterator[str]:
     name = f"alpha{os.getpid()}_{uuid.uuid4().hex[:8]}"
     await runtime.memories.create(name, created_by="test")
-    await runtime.policy_store.put(
-        "memory", name, name, {**ALPHA_POLICY, "memory": name}, actor="test"
-    )
-    await runtime.policies.invalidate()
+    await runtime.policies.put("memory", name, name, {**ALPHA_POLICY, "memory": name}, actor="test")
     yield name
     await runtime.memories.delete(name, confirm=name)
     await runtime.policies.invalidate()
@@ -101,11 +98,9 @@ async def read_only_skill(runtime: Runtime) -> AsyncIterator[str]:
         "required_permission": "skill:read",
         "grant": {"subjects": ["curator"]},
     }
-    await runtime.policy_store.put("skill", None, name, document, actor="test")
-    await runtime.policies.invalidate()
+    await runtime.policies.put("skill", None, name, document, actor="test")
     yield name
-    await runtime.policy_store.delete("skill", None, name)
-    await runtime.policies.invalidate()
+    await runtime.policies.delete("skill", None, name)
 
 
 async def test_a_read_permission_never_creates_deletes_or_purges_skill_notes(

@@ -276,8 +276,7 @@ async def test_a_websocket_connection_enters_its_memory_anew_for_each_operation(
             "access_level": "private",
             "grant": {"subjects": ["test"]},
         }
-        await runtime.policy_store.put("memory", memory, memory, closed, actor="test")
-        await runtime.policies.invalidate()
+        await runtime.policies.put("memory", memory, memory, closed, actor="test")
         with pytest.raises(TransportQueryError) as refused:
             await session.execute(count)
     assert refused.value.errors is not None

@@ -108,7 +108,7 @@ async def _webhook_deliveries(
     )
     assert "errors" not in created, created
     # One fan-out, one transaction: the deliveries share created_at, so pages turn on ids.
-    await runtime.webhooks.fan_out(
+    await runtime.services.webhooks.fan_out(
         [
             Event(
                 type="note.created",

@@ -12,7 +12,9 @@ import httpx
 from fortemi.app import create_app
 from fortemi.auth.policy import (
     CompositePolicyProvider,
+    DatabasePolicyProvider,
     FilePolicyProvider,
+    PolicyService,
     RedisCachedPolicyProvider,
 )
 from fortemi.platform.settings import Settings
@@ -27,13 +29,19 @@ async def test_readyz_names_the_broken_file_line_and_field_and_stays_ready(
     broken = folder / "projects" / "broken" / "_access.yaml"
     broken.parent.mkdir()
     broken.write_text("version: 1\nproject: broken\naccess_level: grup\n")
-    policies = RedisCachedPolicyProvider(
-        CompositePolicyProvider(FilePolicyProvider(folder), runtime.policy_store),
-        runtime.redis,
-        key=f"test:policies:{uuid.uuid4().hex}",
+    files, stored = FilePolicyProvider(folder), DatabasePolicyProvider(runtime.db)
+    policies = PolicyService(
+        files,
+        stored,
+        RedisCachedPolicyProvider(
+            CompositePolicyProvider(files, stored),
+            runtime.redis,
+            key=f"test:policies:{uuid.uuid4().hex}",
+        ),
     )
     await policies.reload()
-    app = create_app(dataclasses.replace(runtime, policies=policies))
+    services = dataclasses.replace(runtime.services, policies=policies)
+    app = create_app(dataclasses.replace(runtime, services=services))
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://fortemi.test") as client:
         response = await client.get("/readyz")

@@ -21,6 +21,7 @@ from fortemi.auth.policy import (
     CompositePolicyProvider,
     DatabasePolicyProvider,
     FilePolicyProvider,
+    PolicyService,
     RedisCachedPolicyProvider,
 )
 from fortemi.runtime import Runtime
@@ -78,8 +79,7 @@ async def _end_of(ws: ClientConnection, op: str) -> tuple[dict[str, Any], dict[s
 
 async def _restrict(runtime: Runtime, memory: str, kind: str, name: str) -> None:
     document = {**PLATFORM_ONLY, kind: name}
-    await runtime.policy_store.put(kind, memory, name, document, actor="test")
-    await runtime.policies.invalidate()
+    await runtime.policies.put(kind, memory, name, document, actor="test")
 
 
 async def test_note_events_of_a_project_the_subscriber_lost_are_no_longer_delivered(
@@ -202,18 +202,20 @@ async def own_policies(runtime: Runtime, tmp_path: Path) -> AsyncIterator[OwnPol
     directory = tmp_path / "policies"
     shutil.copytree(runtime.settings.policy_path, directory)
     key = f"fortemi:test:{tmp_path.name}:generation"
-    composite = CompositePolicyProvider(
-        FilePolicyProvider(directory), DatabasePolicyProvider(runtime.db)
+    files, stored = FilePolicyProvider(directory), DatabasePolicyProvider(runtime.db)
+    provider = RedisCachedPolicyProvider(
+        CompositePolicyProvider(files, stored), runtime.redis, key=key
     )
-    policies = RedisCachedPolicyProvider(composite, runtime.redis, key=key)
+    policies = PolicyService(files, stored, provider)
     await policies.reload()
-    variant = dataclasses.replace(
-        runtime,
+    services = dataclasses.replace(
+        runtime.services,
         policies=policies,
         authorizer=Authorizer(AccessDecisionEngine(), policies, runtime.audit),
     )
+    variant = dataclasses.replace(runtime, services=services)
     async with serve(create_app(variant)) as address:
-        yield OwnPolicies(address, directory / "default.yaml", policies)
+        yield OwnPolicies(address, directory / "default.yaml", provider)
     await runtime.redis.delete(key)
 
 

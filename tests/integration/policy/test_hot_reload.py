@@ -19,11 +19,10 @@ import redis.asyncio as redis
 from fortemi.auth.decision import Action, Reason, Resource, ResourceType
 from fortemi.auth.policy import (
     AccessDecisionEngine,
-    CompositePolicyProvider,
     FilePolicyProvider,
     PolicyProvider,
     PolicySet,
-    build_policy_provider,
+    build_policy_service,
 )
 from fortemi.platform.database import Database
 from tests.support.policies import FIXTURE_POLICIES
@@ -40,13 +39,14 @@ BROKEN = "project: poimen\naccess_level: public\nrequired_role: [\n"
 async def watching(
     provider: FilePolicyProvider, on_reload: Callable[[PolicySet], object]
 ) -> AsyncIterator[None]:
-    task = asyncio.create_task(provider.watch(on_reload=on_reload))
+    # Stopped through its event: a cancel can be lost in the watcher's worker thread.
+    stop = asyncio.Event()
+    task = asyncio.create_task(provider.watch(on_reload=on_reload, stop=stop))
     try:
         yield
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        stop.set()
+        await task
 
 
 async def edit_until(
@@ -112,13 +112,11 @@ async def test_a_new_file_and_a_removed_file_are_picked_up(tree: Path) -> None:
 async def test_a_hot_reload_reaches_the_cached_production_provider(
     tree: Path, db: Database, redis_client: redis.Redis
 ) -> None:
-    cached = build_policy_provider(tree, db, redis_client)
-    assert not alice_reads_poimen(await cached.snapshot())
+    service = build_policy_service(tree, db, redis_client)
+    assert not alice_reads_poimen(await service.snapshot())
     path = tree / "projects" / "poimen" / "_access.yaml"
-    composite = cached.inner
-    assert isinstance(composite, CompositePolicyProvider)
-    async with watching(composite.file, lambda _: None):
-        await edit_until(path, OPENED, cached, alice_reads_poimen)
+    async with watching(service.files, lambda _: None):
+        await edit_until(path, OPENED, service, alice_reads_poimen)
 
 
 async def test_a_removed_and_recreated_folder_is_watched_again(tree: Path) -> None:
@@ -139,3 +137,27 @@ async def test_a_removed_and_recreated_folder_is_watched_again(tree: Path) -> No
         path = tree / "projects" / "poimen" / "_access.yaml"
         back = await edit_until(path, OPENED, provider, alice_reads_poimen)
         assert back.errors == ()
+
+
+async def _ends_after_stop(task: asyncio.Task[None], stop: asyncio.Event) -> bool:
+    stop.set()
+    for _ in range(200):  # bounded: a watch that ignores stop fails here, never hangs
+        if task.done():
+            return True
+        await asyncio.sleep(0.05)
+    task.cancel()
+    return False
+
+
+@pytest.mark.parametrize("folder", ["watched", "missing"])
+async def test_setting_stop_ends_the_watch_on_its_own(tree: Path, folder: str) -> None:
+    if folder == "missing":  # the watch is polling for the folder to come back
+        shutil.rmtree(tree)
+    provider = FilePolicyProvider(tree, debounce_ms=100, quiet_ms=200)
+    stop = asyncio.Event()
+    task = asyncio.create_task(provider.watch(stop=stop))
+    for _ in range(10):  # let it arm (or start polling) first
+        await asyncio.sleep(0.05)
+    assert not task.done()
+    assert await _ends_after_stop(task, stop)
+    assert task.exception() is None  # ended, not cancelled or failed

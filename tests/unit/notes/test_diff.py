@@ -11,6 +11,7 @@ from fortemi.platform.notes.diff import (
     apply_item,
     apply_patch,
     json_equal,
+    owner_after,
     same_state,
     unified_diff,
     versioned_change,
@@ -109,6 +110,36 @@ def test_apply_item_never_touches_starred_archived_or_source() -> None:
     base = NoteDraft(source="vault", starred=True, archived=True)
     result = apply_item(base, ExternalItem("id"), ChangePolicy.REPLACE)
     assert (result.source, result.starred, result.archived) == ("vault", True, True)
+
+
+@pytest.mark.parametrize(
+    ("owner", "item", "policy", "expected"),
+    [
+        # A new note: what the item names, nothing else, whatever the policy.
+        (None, ExternalItem("id"), ChangePolicy.VERSION, (None, None)),
+        (None, ExternalItem("id", project="p"), ChangePolicy.VERSION, ("p", None)),
+        (None, ExternalItem("id", skill="s"), ChangePolicy.CONFLICT, (None, "s")),
+        # An existing note keeps an owner the item omits...
+        (("p", "s"), ExternalItem("id"), ChangePolicy.VERSION, ("p", "s")),
+        (("p", None), ExternalItem("id", skill="s"), ChangePolicy.CONFLICT, ("p", "s")),
+        # ...except under REPLACE, which clears what the item omits.
+        (("p", "s"), ExternalItem("id"), ChangePolicy.REPLACE, (None, None)),
+        (("p", "s"), ExternalItem("id", project="q"), ChangePolicy.REPLACE, ("q", None)),
+        # An explicit null moves the note out of its project.
+        (("p", None), ExternalItem("id", project=None), ChangePolicy.VERSION, (None, None)),
+    ],
+)
+def test_owner_after_is_the_owner_the_upsert_writes(
+    owner: tuple[str | None, str | None] | None,
+    item: ExternalItem,
+    policy: ChangePolicy,
+    expected: tuple[str | None, str | None],
+) -> None:
+    assert owner_after(owner, item, policy) == expected
+    # The same rule as the upsert's own: apply_item over the note's state.
+    if owner is not None:
+        state = apply_item(NoteDraft(project=owner[0], skill=owner[1]), item, policy)
+        assert (state.project, state.skill) == expected
 
 
 def test_unified_diff_of_identical_text_is_empty() -> None:
