@@ -16,8 +16,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import asyncpg
-import numpy as np
-import numpy.typing as npt
 
 from fortemi.platform.database import Connection
 
@@ -27,7 +25,6 @@ __all__ = [
     "EmbeddingSets",
     "composition_for",
     "default_ef_search",
-    "vector_literal",
 ]
 
 
@@ -114,11 +111,6 @@ def default_ef_search(chunks: int) -> int:
     at 0.95 or more without the client asking."""
     grown = float(_EF_BASE * (max(chunks, 1) / _EF_AT) ** _EF_GROWTH)
     return max(MIN_DEFAULT_EF, min(MAX_DEFAULT_EF, round(grown)))
-
-
-def vector_literal(vector: npt.NDArray[np.float32]) -> str:
-    """pgvector's text form of ``vector`` (what a ``$n::vector(d)`` parameter takes)."""
-    return "[" + ",".join(f"{x:.7g}" for x in np.asarray(vector, dtype=np.float32).ravel()) + "]"
 
 
 def set_name(model: str, dimension: int, composition: DocumentComposition) -> str:

@@ -496,6 +496,18 @@ class JobRepository:
             for row in await conn.fetch(_PAUSES)
         ]
 
+    async def count_live(self, conn: Connection, memory: str, type: str) -> int:
+        """Jobs of ``type`` for ``memory`` still to run or running (in ``conn``'s
+        transaction, so a memory's counts and its jobs are read in one snapshot)."""
+        return int(
+            await conn.fetchval(
+                "SELECT count(*) FROM public.job WHERE memory = $1 AND type = $2 "
+                "AND status IN ('pending', 'running')",
+                memory,
+                type,
+            )
+        )
+
 
 def _returned(row: asyncpg.Record | None) -> asyncpg.Record:
     """The row a write on a locked job returned; its absence is a bug, not bad input."""

@@ -370,3 +370,16 @@ class NoteRepository:
         """The notes of ``source`` with these external ids, locked, by external id."""
         rows = await conn.fetch(_FIND_EXTERNAL, source, list(external_ids))
         return {row["external_id"]: _note(row) for row in rows}
+
+    # -- for indexes built from a note's text (retrieval's Embedding job) ------------------
+
+    async def text_key(
+        self, conn: Connection, note_id: UUID
+    ) -> tuple[str, str, tuple[str, ...]] | None:
+        """The note's title, content hash and tags, share-locked to the end of ``conn``'s
+        transaction: what an index built from the note must still match when it is
+        written. None when the note is gone."""
+        row = await conn.fetchrow(
+            "SELECT title, content_hash, tags FROM note WHERE id = $1 FOR SHARE", note_id
+        )
+        return None if row is None else (row["title"], row["content_hash"], tuple(row["tags"]))
