@@ -31,7 +31,7 @@ from fortemi.platform.jobs.service import JobService
 from fortemi.platform.notes.models import Note
 from fortemi.platform.notes.repository import NoteRepository
 from fortemi.retrieval.chunking import chunk_text
-from fortemi.retrieval.repository import ChunkRow, NewChunk, RetrievalRepository
+from fortemi.retrieval.repository import ChunkEmbedding, ChunkRow, NewChunk, RetrievalRepository
 from fortemi.retrieval.sets import DocumentComposition, EmbeddingSet, EmbeddingSets, composition_for
 
 __all__ = [
@@ -134,7 +134,7 @@ def _plan(
     texts = [composition.document(note.title, p.text, note.tags) for p in pieces]
     hashes = [_hash(text) for text in texts]
     keep_chunks = len(existing) == len(pieces) and all(
-        row.content_hash == note.content_hash for row in existing
+        row.chunk.content_hash == note.content_hash for row in existing
     )
     todo = [i for i in range(len(pieces)) if not keep_chunks or existing[i].text_hash != hashes[i]]
     return _Plan(note, chosen, pieces, texts, hashes, existing, keep_chunks, todo)
@@ -210,16 +210,19 @@ class _EmbeddingHandler:
             if current != (note.title, note.content_hash, tuple(note.tags)):
                 return JobOutcome.success({"skipped": "superseded"})
             if plan.keep_chunks:
-                chunk_ids = [row.id for row in plan.existing]
+                chunk_ids = [row.chunk.id for row in plan.existing]
             else:
                 chunk_ids = await self._chunks.replace_chunks(
                     conn, note.id, note.content_hash, plan.pieces
                 )
+            chosen = plan.chosen
             await self._chunks.upsert_embeddings(
                 conn,
-                plan.chosen,
-                note.id,
-                [(chunk_ids[i], plan.hashes[i], vectors[i]) for i in plan.todo],
+                chosen,
+                [
+                    ChunkEmbedding(chosen.id, chunk_ids[i], note.id, plan.hashes[i], vectors[i])
+                    for i in plan.todo
+                ],
             )
         return JobOutcome.success({"chunks": len(plan.pieces), "embedded": len(plan.todo)})
 

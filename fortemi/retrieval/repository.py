@@ -9,6 +9,8 @@ numpy float32 arrays, bound in pgvector's binary form (the pool's codec).
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from uuid import UUID
@@ -17,12 +19,16 @@ import numpy as np
 import numpy.typing as npt
 
 from fortemi.platform.database import Connection
-from fortemi.platform.sql import Where
+from fortemi.platform.sql import Query, Table, Where
 from fortemi.retrieval.sets import EmbeddingSet
 
 __all__ = [
+    "CHUNK",
+    "CHUNK_EMBEDDING",
     "PREFIX_EXPANSIONS",
     "Bm25",
+    "Chunk",
+    "ChunkEmbedding",
     "ChunkRow",
     "NewChunk",
     "RetrievalRepository",
@@ -51,22 +57,54 @@ class Bm25:
 
 
 @dataclass(frozen=True, slots=True)
-class ChunkRow:
-    """A stored chunk of a note and its text's hash in one set (None: not embedded)."""
+class NewChunk:
+    """A piece of a note to store as a chunk: the columns that differ between a note's
+    chunks, named as in ``chunk``."""
 
-    id: UUID
     ordinal: int
-    content_hash: str
-    text_hash: str | None
+    text: str
+    start_offset: int
+    end_offset: int
+    heading: str | None
 
 
 @dataclass(frozen=True, slots=True)
-class NewChunk:
+class Chunk:
+    """A row of ``chunk``: a piece of a note's content, offsets into it, and the hash of
+    the content it was cut from."""
+
+    id: int
+    note_id: UUID
     ordinal: int
     text: str
-    start: int
-    end: int
+    start_offset: int
+    end_offset: int
     heading: str | None
+    content_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkEmbedding:
+    """A row of ``chunk_embedding``: one chunk's vector in one embedding set, and the hash
+    of the composed text it embeds."""
+
+    set_id: int
+    chunk_id: int
+    note_id: UUID
+    text_hash: str
+    embedding: Vector
+
+
+CHUNK = Table("chunk", Chunk)
+CHUNK_EMBEDDING = Table("chunk_embedding", ChunkEmbedding)
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRow:
+    """A stored chunk of a note and its text's hash in one set (None: not embedded)."""
+
+    chunk: Chunk
+    text_hash: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,24 +218,13 @@ class RetrievalRepository:
         )
 
     async def upsert_embeddings(
-        self,
-        conn: Connection,
-        chosen: EmbeddingSet,
-        note_id: UUID,
-        rows: Sequence[tuple[UUID, str, Vector]],
+        self, conn: Connection, chosen: EmbeddingSet, rows: Sequence[ChunkEmbedding]
     ) -> None:
-        """Store (chunk, text hash, vector) for ``note_id`` in ``chosen``, replacing the
-        chunk's previous vector in that set."""
+        """Store ``rows`` (all of set ``chosen``), replacing each chunk's previous vector in
+        that set."""
+        upsert = _upsert_embedding(chosen.cast)
         await conn.executemany(
-            # The cast to the set's checked dimension rejects a vector of another size.
-            "INSERT INTO chunk_embedding (set_id, chunk_id, note_id, text_hash, embedding) "  # noqa: S608
-            f"VALUES ($1, $2, $3, $4, $5::{chosen.cast}) "
-            "ON CONFLICT (set_id, chunk_id) DO UPDATE "
-            "SET text_hash = EXCLUDED.text_hash, embedding = EXCLUDED.embedding",
-            [
-                (chosen.id, chunk_id, note_id, text_hash, vector)
-                for chunk_id, text_hash, vector in rows
-            ],
+            upsert.sql, [upsert.args(CHUNK_EMBEDDING.binds(row)) for row in rows]
         )
 
     # -- chunks ----------------------------------------------------------------------------
@@ -207,37 +234,18 @@ class RetrievalRepository:
 
     async def chunks(self, conn: Connection, note_id: UUID, chosen: EmbeddingSet) -> list[ChunkRow]:
         """``note_id``'s chunks in order, each with its text hash in ``chosen``."""
-        rows = await conn.fetch(
-            "SELECT c.id, c.ordinal, c.content_hash, e.text_hash FROM chunk c "
-            "LEFT JOIN chunk_embedding e ON e.chunk_id = c.id AND e.set_id = $2 "
-            "WHERE c.note_id = $1 ORDER BY c.ordinal",
-            note_id,
-            chosen.id,
-        )
-        return [ChunkRow(r["id"], r["ordinal"], r["content_hash"], r["text_hash"]) for r in rows]
+        rows = await conn.fetch(_CHUNKS.sql, *_CHUNKS.args(note_id=note_id, set_id=chosen.id))
+        return [ChunkRow(CHUNK.from_record(row), row["text_hash"]) for row in rows]
 
     async def replace_chunks(
         self, conn: Connection, note_id: UUID, content_hash: str, pieces: Sequence[NewChunk]
-    ) -> list[UUID]:
+    ) -> list[int]:
         """Make ``pieces`` the note's chunks (their embeddings go with the old ones); the
         new chunks' ids, in ``pieces``' order."""
         await conn.execute("DELETE FROM chunk WHERE note_id = $1", note_id)
-        rows = await conn.fetch(
-            "INSERT INTO chunk (note_id, ordinal, text, start_offset, end_offset, "
-            "heading, content_hash) "
-            "SELECT $1, p.ordinal, p.text, p.start_offset, p.end_offset, p.heading, $2 "
-            "FROM unnest($3::int[], $4::text[], $5::int[], $6::int[], $7::text[]) "
-            "AS p(ordinal, text, start_offset, end_offset, heading) "
-            "ORDER BY p.ordinal RETURNING id",
-            note_id,
-            content_hash,
-            [p.ordinal for p in pieces],
-            [p.text for p in pieces],
-            [p.start for p in pieces],
-            [p.end for p in pieces],
-            [p.heading for p in pieces],
-        )
-        return [row["id"] for row in rows]
+        columns = {name: [getattr(p, name) for p in pieces] for name in _PIECE_COLUMNS}
+        args = _INSERT_CHUNKS.args(columns, note_id=note_id, content_hash=content_hash)
+        return [row["id"] for row in await conn.fetch(_INSERT_CHUNKS.sql, *args)]
 
     async def best_chunks(
         self, conn: Connection, note_ids: Sequence[UUID], text: str
@@ -256,6 +264,41 @@ class RetrievalRepository:
             text,
         )
         return {row["note_id"]: row["text"] for row in rows}
+
+
+_CHUNKS = CHUNK.query(
+    "SELECT {c.columns}, e.text_hash FROM {table} c "
+    "LEFT JOIN chunk_embedding e ON e.chunk_id = c.id AND e.set_id = :set_id "
+    "WHERE c.note_id = :note_id ORDER BY c.ordinal"
+)
+
+# A note's chunks in one statement: the columns that differ between chunks as parallel
+# arrays (one bind each, named after the column), the note and its content hash once.
+_PIECE_COLUMNS = tuple(field.name for field in dataclasses.fields(NewChunk))
+_PIECE_TYPES = {"ordinal": "int", "text": "text", "start_offset": "int", "end_offset": "int"}
+_INSERT_CHUNKS = CHUNK.query(
+    "INSERT INTO {table} (note_id, content_hash, {pieces}) "
+    "SELECT :note_id, :content_hash, p.* FROM unnest({arrays}) AS p({pieces}) "
+    "ORDER BY p.ordinal RETURNING id",
+    pieces=", ".join(_PIECE_COLUMNS),
+    arrays=", ".join(f":{name}::{_PIECE_TYPES.get(name, 'text')}[]" for name in _PIECE_COLUMNS),
+)
+
+
+@functools.cache
+def _upsert_embedding(cast: str) -> Query:
+    """The upsert of a set's vectors; ``cast`` (the set's checked dimension, ours) rejects
+    a vector of another size."""
+    binds = ", ".join(
+        f":{name}::{cast}" if name == "embedding" else f":{name}"
+        for name in CHUNK_EMBEDDING.columns
+    )
+    return CHUNK_EMBEDDING.query(
+        "INSERT INTO {table} ({columns}) VALUES ({binds}) "
+        "ON CONFLICT (set_id, chunk_id) DO UPDATE "
+        "SET text_hash = EXCLUDED.text_hash, embedding = EXCLUDED.embedding",
+        binds=binds,
+    )
 
 
 # The lexical leg's statement, in parts. Parameters: $1 query text, $2 documents, $3 average

@@ -9,7 +9,7 @@ from pgvector import Vector
 
 from fortemi.platform.database import Database
 from fortemi.platform.migrations import Migrations
-from fortemi.retrieval.repository import NewChunk, RetrievalRepository
+from fortemi.retrieval.repository import ChunkEmbedding, NewChunk, RetrievalRepository
 from fortemi.retrieval.sets import DocumentComposition, EmbeddingSets
 from tests.integration.retrieval.conftest import Write
 
@@ -58,7 +58,9 @@ async def test_an_embedding_written_by_the_repository_reads_back_bit_for_bit(
         [chunk_id] = await repository.replace_chunks(
             conn, note_id, "hash", [NewChunk(0, "stored exactly", 0, 14, None)]
         )
-        await repository.upsert_embeddings(conn, chosen, note_id, [(chunk_id, "h", vector)])
+        await repository.upsert_embeddings(
+            conn, chosen, [ChunkEmbedding(chosen.id, chunk_id, note_id, "h", vector)]
+        )
     async with db.memory_transaction(memory) as conn:
         stored = await conn.fetchval(
             "SELECT embedding FROM chunk_embedding WHERE chunk_id = $1", chunk_id
