@@ -367,11 +367,11 @@ _BM25 = f"""
 
 
 def _lexical_sql(schema: str) -> str:
-    """search.py's BM25 (its formula and order, without prefix expansion: the queries have
-    none), written as the least work for the database: each term's document frequency
-    counted once, and the note filter applied to the best 4 x FETCH candidates only (by
-    primary key), not to every note that has a query word, as search.py does when it has a
-    filter (it falls back to filtering before ranking when fewer than FETCH survive; here
+    """The lexical leg's BM25 (its formula and order, without prefix expansion: the
+    queries have none), written as the least work for the database: each term's document
+    frequency counted once, and the note filter applied to the best 4 x FETCH candidates
+    only (by primary key), not to every note that has a query word, as the leg does when it
+    has a filter (it falls back to filtering before ranking when fewer than FETCH survive; here
     every note passes). $1 query, $2 documents, $3 average length; (note_id, score, rank)."""
     return f"""
         terms AS (

@@ -23,7 +23,7 @@ Paths, one query at a time, in alternating blocks so all see the same caches:
 * GraphQL ``search(query, mode: HYBRID, limit: 10)`` over HTTP with a bearer token, one
   keep-alive connection (the server embeds the query itself);
 * the fused query as one SQL statement over asyncpg, written as the least work for the
-  database (BM25 leg with search.py's formula, HNSW leg with the server's over-fetch and
+  database (BM25 leg with the lexical leg's formula, HNSW leg with the server's over-fetch and
   ef_search, RRF k=60 in SQL, titles and chunks of the top 10), the query vector
   precomputed;
 * for information: GraphQL ``mode: LEXICAL`` and the BM25 leg alone in SQL;

@@ -18,6 +18,7 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeAlias, cast
 
 import asyncpg
+from pgvector.asyncpg import register_vector
 
 from fortemi.platform.errors import BadUserInput, Conflict, NotFound, Unavailable
 
@@ -63,11 +64,32 @@ def memory_schema(name: str) -> str:
     return f'"{SCHEMA_PREFIX}{validate_memory_name(name)}"'
 
 
-async def _init_connection(conn: asyncpg.Connection) -> None:
-    for type_name in ("json", "jsonb"):
-        await conn.set_type_codec(
-            type_name, encoder=json.dumps, decoder=json.loads, schema="pg_catalog"
+class _Codecs:
+    """The pool's ``init``: the codecs every new connection gets.
+
+    Vectors travel in pgvector's binary form (float32 both ways, bit for bit), never as
+    text. The type is found in the schema the extension was installed in, not through the
+    search path (a memory transaction puts the memory's schema first). A connection opened
+    before the extension exists (a fresh database, before the shared migrations) has no
+    vector codec; ``without_vector`` remembers it so those connections can be replaced.
+    """
+
+    def __init__(self) -> None:
+        self.without_vector = False
+
+    async def __call__(self, conn: asyncpg.Connection) -> None:
+        for type_name in ("json", "jsonb"):
+            await conn.set_type_codec(
+                type_name, encoder=json.dumps, decoder=json.loads, schema="pg_catalog"
+            )
+        schema = await conn.fetchval(
+            "SELECT n.nspname FROM pg_extension e "
+            "JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
         )
+        if schema is None:
+            self.without_vector = True
+        else:
+            await register_vector(conn, schema=schema)
 
 
 # What a concurrent transaction can make ours fail with; retrying the operation succeeds.
@@ -108,19 +130,21 @@ def _translate(exc: BaseException) -> Exception | None:
 class Database:
     """A pool of connections and the transactions every service runs in."""
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, codecs: _Codecs | None = None) -> None:
         self._pool = pool
+        self._codecs = codecs or _Codecs()
 
     @classmethod
     async def connect(
         cls, dsn: str, *, min_size: int = 2, max_size: int = 10, statement_timeout_ms: int = 0
     ) -> Database:
+        codecs = _Codecs()
         try:
             pool = await asyncpg.create_pool(
                 dsn,
                 min_size=min_size,
                 max_size=max_size,
-                init=_init_connection,
+                init=codecs,
                 server_settings={
                     "application_name": "fortemi",
                     "statement_timeout": str(statement_timeout_ms),
@@ -129,7 +153,15 @@ class Database:
             )
         except (OSError, asyncpg.PostgresError) as exc:
             raise Unavailable(f"Cannot connect to PostgreSQL: {type(exc).__name__}") from exc
-        return cls(pool)
+        return cls(pool, codecs)
+
+    async def types_installed(self) -> None:
+        """Called once the shared migrations ran (pgvector is installed by then): the
+        connections opened before it, which have no vector codec, are replaced on their
+        next use."""
+        if self._codecs.without_vector:
+            self._codecs.without_vector = False
+            await self._pool.expire_connections()
 
     async def close(self) -> None:
         await self._pool.close()

@@ -123,6 +123,7 @@ class Migrations:
                     log.info("applied shared migration %04d_%s", migration.version, migration.name)
             finally:
                 await conn.execute("SELECT pg_advisory_unlock($1)", _SHARED_LOCK)
+        await db.types_installed()
         return applied
 
     async def migrate_memory(self, conn: asyncpg.Connection, name: str) -> int:

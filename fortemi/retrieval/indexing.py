@@ -28,8 +28,11 @@ from fortemi.inference import InferenceBackend, InferenceError, outcome_for
 from fortemi.platform.database import Connection, Database
 from fortemi.platform.jobs.models import HandlerContext, Job, JobOutcome, JobSpec, JobType, Tier
 from fortemi.platform.jobs.service import JobService
+from fortemi.platform.notes.models import Note
+from fortemi.platform.notes.repository import NoteRepository
 from fortemi.retrieval.chunking import chunk_text
-from fortemi.retrieval.sets import EmbeddingSets, composition_for, vector_literal
+from fortemi.retrieval.repository import ChunkEmbedding, ChunkRow, NewChunk, RetrievalRepository
+from fortemi.retrieval.sets import DocumentComposition, EmbeddingSet, EmbeddingSets, composition_for
 
 __all__ = [
     "EMBEDDING",
@@ -92,34 +95,64 @@ class EmbeddingEnqueuer:
         await self._dispatch(jobs)
 
 
-@dataclass(frozen=True)
-class _Piece:
-    ordinal: int
-    text: str
-    start: int
-    end: int
-    heading: str | None
-
-
-def _pieces(content: str, format: str, chunking: Chunking) -> list[_Piece]:
+def _pieces(content: str, format: str, chunking: Chunking) -> list[NewChunk]:
     chunks = chunk_text(content, format=format, size=chunking.size, overlap=chunking.overlap)
     if not chunks:
         # A note with a title and no content is still found by its title.
-        return [_Piece(0, "", 0, 0, None)]
-    return [_Piece(c.ordinal, c.text, c.start, c.end, c.heading) for c in chunks]
+        return [NewChunk(0, "", 0, 0, None)]
+    return [NewChunk(c.ordinal, c.text, c.start, c.end, c.heading) for c in chunks]
 
 
 def _hash(text: str) -> str:
     return blake3.blake3(text.encode()).hexdigest()
 
 
-def embedding_job_type(
-    db: Database, backend: InferenceBackend, chunking: Chunking, *, tier: Tier
-) -> JobType:
-    """The ``Embedding`` job type, embedding with ``backend``'s default model."""
-    sets = EmbeddingSets()
+@dataclass(frozen=True)
+class _Plan:
+    """What one run of the job found and will write: the note as read, the set, the
+    note's chunks (kept when the stored ones were cut from the same content), their
+    composed texts and hashes, and which of them need a new vector."""
 
-    async def run(context: HandlerContext) -> JobOutcome:
+    note: Note
+    chosen: EmbeddingSet
+    pieces: list[NewChunk]
+    texts: list[str]
+    hashes: list[str]
+    existing: list[ChunkRow]
+    keep_chunks: bool
+    todo: list[int]
+
+
+def _plan(
+    note: Note,
+    chosen: EmbeddingSet,
+    existing: list[ChunkRow],
+    composition: DocumentComposition,
+    chunking: Chunking,
+) -> _Plan:
+    pieces = _pieces(note.content, note.format, chunking)
+    texts = [composition.document(note.title, p.text, note.tags) for p in pieces]
+    hashes = [_hash(text) for text in texts]
+    keep_chunks = len(existing) == len(pieces) and all(
+        row.chunk.content_hash == note.content_hash for row in existing
+    )
+    todo = [i for i in range(len(pieces)) if not keep_chunks or existing[i].text_hash != hashes[i]]
+    return _Plan(note, chosen, pieces, texts, hashes, existing, keep_chunks, todo)
+
+
+class _EmbeddingHandler:
+    """Runs an ``Embedding`` job: read the note and its chunks, embed outside any
+    transaction, write in one transaction only if the note still has the text it read."""
+
+    def __init__(self, db: Database, backend: InferenceBackend, chunking: Chunking) -> None:
+        self._db = db
+        self._backend = backend
+        self._chunking = chunking
+        self._sets = EmbeddingSets()
+        self._notes = NoteRepository()
+        self._chunks = RetrievalRepository()
+
+    async def __call__(self, context: HandlerContext) -> JobOutcome:
         memory = context.job.memory
         try:
             note_id = UUID(str(context.job.payload.get("note_id")))
@@ -128,93 +161,75 @@ def embedding_job_type(
         if memory is None:
             return JobOutcome.failure("memory_required")
         try:
-            model = await backend.embedding_model()
+            model = await self._backend.embedding_model()
         except InferenceError as exc:
             return outcome_for(exc)
         composition = composition_for(model.name)
-        async with db.memory_transaction(memory) as conn:
-            note = await conn.fetchrow(
-                "SELECT title, content, format, tags, content_hash FROM note WHERE id = $1",
-                note_id,
-            )
+        async with self._db.memory_transaction(memory) as conn:
+            note = await self._notes.get(conn, note_id)
             if note is None:
                 return JobOutcome.success({"skipped": "note_gone"})
-            chosen = await sets.ensure(conn, model.name, model.dimension, composition)
-            existing = await conn.fetch(
-                "SELECT c.id, c.ordinal, c.content_hash, e.text_hash FROM chunk c "
-                "LEFT JOIN chunk_embedding e ON e.chunk_id = c.id AND e.set_id = $2 "
-                "WHERE c.note_id = $1 ORDER BY c.ordinal",
-                note_id,
-                chosen.id,
-            )
-        pieces = _pieces(note["content"], note["format"], chunking)
-        texts = [composition.document(note["title"], p.text, note["tags"]) for p in pieces]
-        hashes = [_hash(text) for text in texts]
-        keep_chunks = len(existing) == len(pieces) and all(
-            row["content_hash"] == note["content_hash"] for row in existing
-        )
-        todo = [
-            i
-            for i in range(len(pieces))
-            if not keep_chunks or existing[i]["text_hash"] != hashes[i]
-        ]
+            chosen = await self._sets.ensure(conn, model.name, model.dimension, composition)
+            existing = await self._chunks.chunks(conn, note_id, chosen)
+        plan = _plan(note, chosen, existing, composition, self._chunking)
+        try:
+            vectors = await self._embed(context, plan)
+        except InferenceError as exc:
+            return outcome_for(exc)
+        return await self._write(memory, plan, vectors)
+
+    async def _embed(
+        self, context: HandlerContext, plan: _Plan
+    ) -> dict[int, npt.NDArray[np.float32]]:
+        """The vectors of the texts to embed, by piece, a batch per call; progress after
+        each batch when there is more than one."""
+        todo, batch_size = plan.todo, self._chunking.batch
         vectors: dict[int, npt.NDArray[np.float32]] = {}
-        for start in range(0, len(todo), chunking.batch):
-            batch = todo[start : start + chunking.batch]
-            try:
-                embedded = await backend.embed([texts[i] for i in batch])
-            except InferenceError as exc:
-                return outcome_for(exc)
-            vectors.update(zip(batch, embedded, strict=True))
-            if len(todo) > chunking.batch:
-                done = min(start + chunking.batch, len(todo))
+        for start in range(0, len(todo), batch_size):
+            batch = todo[start : start + batch_size]
+            embedded = await self._backend.embed([plan.texts[i] for i in batch])
+            vectors.update(
+                (i, np.asarray(vector, dtype=np.float32))
+                for i, vector in zip(batch, embedded, strict=True)
+            )
+            if len(todo) > batch_size:
+                done = min(start + batch_size, len(todo))
                 await context.report_progress(
                     done * 100 // len(todo), f"{done} of {len(todo)} chunks"
                 )
+        return vectors
 
-        async with db.memory_transaction(memory) as conn:
-            current = await conn.fetchrow(
-                "SELECT title, content_hash, tags FROM note WHERE id = $1 FOR SHARE", note_id
-            )
+    async def _write(
+        self, memory: str, plan: _Plan, vectors: dict[int, npt.NDArray[np.float32]]
+    ) -> JobOutcome:
+        note = plan.note
+        async with self._db.memory_transaction(memory) as conn:
+            current = await self._notes.text_key(conn, note.id)
             if current is None:
                 return JobOutcome.success({"skipped": "note_gone"})
-            if (current["content_hash"], current["title"], list(current["tags"])) != (
-                note["content_hash"],
-                note["title"],
-                list(note["tags"]),
-            ):
+            if current != (note.title, note.content_hash, tuple(note.tags)):
                 return JobOutcome.success({"skipped": "superseded"})
-            if keep_chunks:
-                chunk_ids = [row["id"] for row in existing]
+            if plan.keep_chunks:
+                chunk_ids = [row.chunk.id for row in plan.existing]
             else:
-                await conn.execute("DELETE FROM chunk WHERE note_id = $1", note_id)
-                rows = await conn.fetch(
-                    "INSERT INTO chunk (note_id, ordinal, text, start_offset, end_offset, "
-                    "heading, content_hash) "
-                    "SELECT $1, p.ordinal, p.text, p.start_offset, p.end_offset, p.heading, $2 "
-                    "FROM unnest($3::int[], $4::text[], $5::int[], $6::int[], $7::text[]) "
-                    "AS p(ordinal, text, start_offset, end_offset, heading) "
-                    "ORDER BY p.ordinal RETURNING id",
-                    note_id,
-                    note["content_hash"],
-                    [p.ordinal for p in pieces],
-                    [p.text for p in pieces],
-                    [p.start for p in pieces],
-                    [p.end for p in pieces],
-                    [p.heading for p in pieces],
+                chunk_ids = await self._chunks.replace_chunks(
+                    conn, note.id, note.content_hash, plan.pieces
                 )
-                chunk_ids = [row["id"] for row in rows]
-            await conn.executemany(
-                # The cast names the set's checked dimension; every value is a parameter.
-                "INSERT INTO chunk_embedding (set_id, chunk_id, note_id, text_hash, embedding) "  # noqa: S608
-                f"VALUES ($1, $2, $3, $4, $5::{chosen.cast}) "
-                "ON CONFLICT (set_id, chunk_id) DO UPDATE "
-                "SET text_hash = EXCLUDED.text_hash, embedding = EXCLUDED.embedding",
+            chosen = plan.chosen
+            await self._chunks.upsert_embeddings(
+                conn,
+                chosen,
                 [
-                    (chosen.id, chunk_ids[i], note_id, hashes[i], vector_literal(vectors[i]))
-                    for i in todo
+                    ChunkEmbedding(chosen.id, chunk_ids[i], note.id, plan.hashes[i], vectors[i])
+                    for i in plan.todo
                 ],
             )
-        return JobOutcome.success({"chunks": len(pieces), "embedded": len(todo)})
+        return JobOutcome.success({"chunks": len(plan.pieces), "embedded": len(plan.todo)})
 
-    return JobType(name=EMBEDDING, tier=tier, priority=4, handler=run, max_attempts=8)
+
+def embedding_job_type(
+    db: Database, backend: InferenceBackend, chunking: Chunking, *, tier: Tier
+) -> JobType:
+    """The ``Embedding`` job type, embedding with ``backend``'s default model."""
+    handler = _EmbeddingHandler(db, backend, chunking)
+    return JobType(name=EMBEDDING, tier=tier, priority=4, handler=handler, max_attempts=8)

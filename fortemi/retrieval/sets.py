@@ -15,19 +15,16 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import asyncpg
-import numpy as np
-import numpy.typing as npt
-
 from fortemi.platform.database import Connection
+from fortemi.platform.sql import Table
 
 __all__ = [
+    "EMBEDDING_SET",
     "DocumentComposition",
     "EmbeddingSet",
     "EmbeddingSets",
     "composition_for",
     "default_ef_search",
-    "vector_literal",
 ]
 
 
@@ -116,29 +113,20 @@ def default_ef_search(chunks: int) -> int:
     return max(MIN_DEFAULT_EF, min(MAX_DEFAULT_EF, round(grown)))
 
 
-def vector_literal(vector: npt.NDArray[np.float32]) -> str:
-    """pgvector's text form of ``vector`` (what a ``$n::vector(d)`` parameter takes)."""
-    return "[" + ",".join(f"{x:.7g}" for x in np.asarray(vector, dtype=np.float32).ravel()) + "]"
-
-
 def set_name(model: str, dimension: int, composition: DocumentComposition) -> str:
     return f"{model}/{dimension}/{composition.fingerprint()}"
 
 
-def _set(row: asyncpg.Record) -> EmbeddingSet:
-    composition = row["composition"]
-    if isinstance(composition, str):
-        composition = json.loads(composition)
-    return EmbeddingSet(
-        id=row["id"],
-        name=row["name"],
-        model=row["model"],
-        dimension=row["dimension"],
-        composition=DocumentComposition.from_json(composition),
-    )
+def _composition(value: Any) -> DocumentComposition:
+    return DocumentComposition.from_json(json.loads(value) if isinstance(value, str) else value)
 
 
-_SELECT = "SELECT id, name, model, dimension, composition FROM embedding_set"
+EMBEDDING_SET = Table("embedding_set", EmbeddingSet, convert={"composition": _composition})
+_FIND = EMBEDDING_SET.query("SELECT {columns} FROM {table} WHERE name = :name")
+_CREATE = EMBEDDING_SET.insert(
+    ("name", "model", "dimension", "composition"),
+    suffix="ON CONFLICT (name) DO NOTHING RETURNING {columns}",
+)
 
 
 class EmbeddingSets:
@@ -147,11 +135,9 @@ class EmbeddingSets:
     async def find(
         self, conn: Connection, model: str, dimension: int, composition: DocumentComposition
     ) -> EmbeddingSet | None:
-        row = await conn.fetchrow(
-            f"{_SELECT} WHERE name = $1",
-            set_name(model, dimension, composition),
-        )
-        return _set(row) if row else None
+        name = set_name(model, dimension, composition)
+        row = await conn.fetchrow(_FIND.sql, *_FIND.args(name=name))
+        return EMBEDDING_SET.from_record(row) if row else None
 
     async def chunk_estimate(self, conn: Connection, chosen: EmbeddingSet) -> int:
         """About how many vectors ``chosen`` holds, from PostgreSQL's statistics (no scan):
@@ -174,21 +160,16 @@ class EmbeddingSets:
         if found is not None:  # every embedding job asks: the usual answer is one read
             return found
         name = set_name(model, dimension, composition)
+        binds = {"name": name, "model": model, "dimension": dimension}
         row = await conn.fetchrow(
-            "INSERT INTO embedding_set (name, model, dimension, composition) "
-            "VALUES ($1, $2, $3, $4::jsonb) ON CONFLICT (name) DO NOTHING "
-            "RETURNING id, name, model, dimension, composition",
-            name,
-            model,
-            dimension,
-            composition.as_json(),
+            _CREATE.sql, *_CREATE.args(binds, composition=composition.as_json())
         )
         if row is None:  # it exists (maybe created concurrently and committed since)
             found = await self.find(conn, model, dimension, composition)
             if found is None:
                 raise RuntimeError(f"embedding set {name!r} vanished while being created")
             return found
-        created = _set(row)
+        created = EMBEDDING_SET.from_record(row)
         # Both numbers are ours (an identity value and a checked dimension), never input.
         # m 32 / ef_construction 128 rather than pgvector's 16 / 64: on 10,000 real MiniLM
         # vectors recall@10 at ef_search 150 rose from 0.85 to 0.975, for a larger graph

@@ -479,6 +479,18 @@ class JobRepository:
     async def pauses(self, conn: Connection) -> builtins.list[JobPause]:
         return _PAUSE_ROW.from_records(await conn.fetch(_PAUSES.sql))
 
+    async def count_live(self, conn: Connection, memory: str, type: str) -> int:
+        """Jobs of ``type`` for ``memory`` still to run or running (in ``conn``'s
+        transaction, so a memory's counts and its jobs are read in one snapshot)."""
+        return int(
+            await conn.fetchval(
+                "SELECT count(*) FROM public.job WHERE memory = $1 AND type = $2 "
+                "AND status IN ('pending', 'running')",
+                memory,
+                type,
+            )
+        )
+
 
 def _returned(row: asyncpg.Record | None) -> Job:
     """The job a write on a locked job returned; its absence is a bug, not bad input."""

@@ -156,6 +156,9 @@ ORDER BY id
 FOR UPDATE
 """)
 
+# What an index built from the note's text must still match when it is written.
+_TEXT_KEY = Query("SELECT title, content_hash, tags FROM note WHERE id = :id FOR SHARE")
+
 
 @dataclass(frozen=True, slots=True)
 class NoteInsert:
@@ -360,3 +363,14 @@ class NoteRepository:
         args = _FIND_EXTERNAL.args(source=source, external_ids=list(external_ids))
         rows = await conn.fetch(_FIND_EXTERNAL.sql, *args)
         return {row["external_id"]: NOTE.from_record(row) for row in rows}
+
+    # -- for indexes built from a note's text (retrieval's Embedding job) ------------------
+
+    async def text_key(
+        self, conn: Connection, note_id: UUID
+    ) -> tuple[str, str, tuple[str, ...]] | None:
+        """The note's title, content hash and tags, share-locked to the end of ``conn``'s
+        transaction: what an index built from the note must still match when it is
+        written. None when the note is gone."""
+        row = await conn.fetchrow(_TEXT_KEY.sql, *_TEXT_KEY.args(id=note_id))
+        return None if row is None else (row["title"], row["content_hash"], tuple(row["tags"]))

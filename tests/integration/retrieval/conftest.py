@@ -13,7 +13,14 @@ import pytest
 from fortemi.inference import LocalEmbeddingBackend
 from fortemi.platform.database import Database
 from fortemi.platform.events import Event
-from fortemi.platform.jobs.models import HandlerContext, Job, JobOutcome, JobStatus, Tier
+from fortemi.platform.jobs.models import (
+    HandlerContext,
+    Job,
+    JobOutcome,
+    JobStatus,
+    JobType,
+    Tier,
+)
 from fortemi.platform.notes import NoteDraft, NoteService
 from fortemi.retrieval.indexing import EMBEDDING, Chunking, embedding_job_type
 from fortemi.retrieval.search import Scope, SearchOutcome, SearchRequest, SearchService
@@ -69,35 +76,41 @@ def hybrid(db: Database, local_backend: LocalEmbeddingBackend) -> SearchService:
 Index = Callable[[UUID], Awaitable[JobOutcome]]
 
 
+async def run_embedding(job_type: JobType, memory: str, note_id: UUID) -> JobOutcome:
+    """Run ``job_type``'s handler for a note, as a worker would, without the worker (the
+    job machinery is tested on its own; here it would only stand between test and
+    handler)."""
+    now = datetime.now(UTC)
+    job = Job(
+        id=uuid4(), memory=memory, type=EMBEDDING, tier=Tier.CPU, priority=4,
+        status=JobStatus.RUNNING, payload={"note_id": str(note_id)}, attempts=1,
+        max_attempts=8, next_attempt_at=now, progress=0, progress_message=None,
+        failure_class=None, failure_code=None, result=None, dedupe_key=None,
+        requested_by=None, created_at=now, started_at=now, finished_at=None,
+    )  # fmt: skip
+
+    async def progress(percent: int, message: str | None) -> None:
+        return None
+
+    async def refuse(*_: Any) -> Job:
+        raise AssertionError("the Embedding job enqueues nothing")
+
+    async def no_events(event: Event) -> None:
+        raise AssertionError("the Embedding job publishes no domain event")
+
+    context = HandlerContext(
+        job=job, report_progress=progress, enqueue=refuse, escalate=refuse, publish=no_events
+    )
+    return await job_type.handler(context)
+
+
 @pytest.fixture
 def index(db: Database, local_backend: LocalEmbeddingBackend, memory: str) -> Index:
-    """Run the real ``Embedding`` job handler for a note (the job machinery is tested on
-    its own; here it would only add a worker between the test and the handler)."""
+    """Run the real ``Embedding`` job handler for a note."""
     job_type = embedding_job_type(db, local_backend, Chunking(size=300, overlap=50), tier=Tier.CPU)
 
     async def run(note_id: UUID) -> JobOutcome:
-        now = datetime.now(UTC)
-        job = Job(
-            id=uuid4(), memory=memory, type=EMBEDDING, tier=Tier.CPU, priority=4,
-            status=JobStatus.RUNNING, payload={"note_id": str(note_id)}, attempts=1,
-            max_attempts=8, next_attempt_at=now, progress=0, progress_message=None,
-            failure_class=None, failure_code=None, result=None, dedupe_key=None,
-            requested_by=None, created_at=now, started_at=now, finished_at=None,
-        )  # fmt: skip
-
-        async def progress(percent: int, message: str | None) -> None:
-            return None
-
-        async def refuse(*_: Any) -> Job:
-            raise AssertionError("the Embedding job enqueues nothing")
-
-        async def no_events(event: Event) -> None:
-            raise AssertionError("the Embedding job publishes no domain event")
-
-        context = HandlerContext(
-            job=job, report_progress=progress, enqueue=refuse, escalate=refuse, publish=no_events
-        )
-        return await job_type.handler(context)
+        return await run_embedding(job_type, memory, note_id)
 
     return run
 
