@@ -14,6 +14,7 @@ _ALLOWED = frozenset(
         "auth/audit/registry.py",  # the audit segment registry's repository
         "platform/database.py",  # the tenant choke point: transactions and search_path
         "platform/migrations.py",  # the migration runner and its bookkeeping table
+        "retrieval/sets.py",  # the embedding_set repository (one module per table)
         "runtime.py",  # the readiness probe's SELECT 1
     }
 )
