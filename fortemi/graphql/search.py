@@ -116,6 +116,45 @@ async def _scopes(info: Info, memories: list[str] | None) -> list[model.Scope]:
     return [model.Scope(name, await context.visibility(name)) for name in dict.fromkeys(memories)]
 
 
+def _hit(hit: model.Hit, *, explain: bool) -> SearchHit:
+    note = hit.note
+    if note is None:
+        raise RuntimeError("the search service returned a hit without its note")
+    return SearchHit(
+        note=Note.from_model(note),
+        memory=hit.memory,
+        score=hit.score,
+        chunk=hit.chunk,
+        explain=HitExplain(
+            lexical_rank=hit.lexical_rank,
+            lexical_score=hit.lexical_score,
+            semantic_rank=hit.semantic_rank,
+            semantic_score=hit.semantic_score,
+            fused_score=hit.score,
+        )
+        if explain
+        else None,
+    )
+
+
+def _results(outcome: model.SearchOutcome, *, explain: bool) -> SearchResults:
+    plan = outcome.fusion
+    return SearchResults(
+        hits=[_hit(hit, explain=explain) for hit in outcome.hits],
+        degraded=outcome.degraded,
+        degraded_reason=outcome.degraded_reason,
+        took_ms=outcome.took_ms,
+        fusion=None
+        if plan is None
+        else SearchFusion(
+            query_type=outcome.query_type.value,
+            k=plan.k,
+            lexical_weight=plan.lexical_weight,
+            semantic_weight=plan.semantic_weight,
+        ),
+    )
+
+
 @strawberry.type
 class SearchQuery:
     @strawberry.field(description="Find notes by words and meaning")
@@ -167,43 +206,7 @@ class SearchQuery:
                 ef_search=ef_search,
             ),
         )
-        hits = []
-        for hit in outcome.hits:
-            note = hit.note
-            if note is None:
-                raise RuntimeError("the search service returned a hit without its note")
-            hits.append(
-                SearchHit(
-                    note=Note.from_model(note),
-                    memory=hit.memory,
-                    score=hit.score,
-                    chunk=hit.chunk,
-                    explain=HitExplain(
-                        lexical_rank=hit.lexical_rank,
-                        lexical_score=hit.lexical_score,
-                        semantic_rank=hit.semantic_rank,
-                        semantic_score=hit.semantic_score,
-                        fused_score=hit.score,
-                    )
-                    if explain
-                    else None,
-                )
-            )
-        plan = outcome.fusion
-        return SearchResults(
-            hits=hits,
-            degraded=outcome.degraded,
-            degraded_reason=outcome.degraded_reason,
-            took_ms=outcome.took_ms,
-            fusion=None
-            if plan is None
-            else SearchFusion(
-                query_type=outcome.query_type.value,
-                k=plan.k,
-                lexical_weight=plan.lexical_weight,
-                semantic_weight=plan.semantic_weight,
-            ),
-        )
+        return _results(outcome, explain=explain)
 
     @strawberry.field(description="How much of this memory is searchable yet")
     async def search_index_status(self, info: Info) -> SearchIndexStatus:

@@ -160,21 +160,33 @@ def run_worker_process(
             warmers=dict(warmers or {}),
             **{name: value for name, value in given.items() if value is not None},
         )
-        broker = build_broker(urls.redis, namespace=namespace)
-        pool = WorkerPool(broker, config)
-        try:
-            try:
-                pool.start(tiers, threads)
-            except WorkerBootError as exc:
-                log.error("%s", exc)
-                return 1
-            # Wake periodically: a signal handler runs only between bytecodes of the main
-            # thread, and a bare wait() is not guaranteed to return for it on every platform.
-            while not stop.wait(1.0):
-                pass
-        finally:
-            pool.stop()
-            broker.close()
+        return _run_pool(
+            build_broker(urls.redis, namespace=namespace), config, tiers, threads, stop
+        )
     finally:
         services.stop()
+
+
+def _run_pool(
+    broker: dramatiq.Broker,
+    config: WorkerConfig,
+    tiers: Sequence[Tier],
+    threads: int,
+    stop: threading.Event,
+) -> int:
+    """Run a pool on ``broker`` until ``stop`` is set; 1 if it could not boot."""
+    pool = WorkerPool(broker, config)
+    try:
+        try:
+            pool.start(tiers, threads)
+        except WorkerBootError as exc:
+            log.error("%s", exc)
+            return 1
+        # Wake periodically: a signal handler runs only between bytecodes of the main
+        # thread, and a bare wait() is not guaranteed to return for it on every platform.
+        while not stop.wait(1.0):
+            pass
+    finally:
+        pool.stop()
+        broker.close()
     return 0

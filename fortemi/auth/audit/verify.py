@@ -39,7 +39,7 @@ from datetime import datetime
 
 from fortemi.auth.audit.chain import chain_hash, unkeyed_chain_hash, unkeyed_genesis_hash
 from fortemi.auth.audit.keys import AuditKeyring
-from fortemi.auth.audit.models import AuditRecord, Pin, Verification
+from fortemi.auth.audit.models import AuditEntry, AuditRecord, Pin, Verification
 from fortemi.auth.audit.registry import Segment, check_registry, load_segments
 from fortemi.auth.audit.repository import anchor, first_id, log_segments, walk_from
 from fortemi.platform.database import Connection, Database
@@ -198,18 +198,8 @@ async def _walk(
     async for entry in walk_from(conn, name, start, prefetch=page_size):
         findings.checked += 1
         where = f"segment {name!r} seq {entry.seq} (id {entry.id})"
-        if not segment.keyed and anchored is None and last is None:
-            findings.broken(
-                entry.id,
-                f"segment {name!r} is unkeyed and no keyed registration anchors it: "
-                "it was forged or rewritten without the key",
-            )
-        elif not segment.keyed and anchored is not None and entry.seq > anchored:
-            findings.broken(
-                entry.id,
-                f"{where} is unkeyed and lies beyond seq {anchored}, where the keyed "
-                "registry anchored its segment: added without the key",
-            )
+        if not segment.keyed:
+            _check_unkeyed(name, where, entry, anchored, first=last is None, findings=findings)
         if entry.seq != expected_seq:
             findings.broken(
                 entry.id, f"{where} follows seq {expected_seq - 1}: rows deleted or reordered"
@@ -229,6 +219,30 @@ async def _walk(
         last = (entry.id, entry.seq, entry.chain_hash)
     _check_pins(name, pins, start, last, findings)
     _check_head(name, (segment.last_seq, segment.last_hash), last, findings)
+
+
+def _check_unkeyed(
+    name: str,
+    where: str,
+    entry: AuditEntry,
+    anchored: int | None,
+    *,
+    first: bool,
+    findings: _Findings,
+) -> None:
+    """An unkeyed segment's row stands only up to where a keyed registration anchored it."""
+    if anchored is None and first:
+        findings.broken(
+            entry.id,
+            f"segment {name!r} is unkeyed and no keyed registration anchors it: "
+            "it was forged or rewritten without the key",
+        )
+    elif anchored is not None and entry.seq > anchored:
+        findings.broken(
+            entry.id,
+            f"{where} is unkeyed and lies beyond seq {anchored}, where the keyed "
+            "registry anchored its segment: added without the key",
+        )
 
 
 def _check_pins(

@@ -115,6 +115,19 @@ def _next_write(current: Note, target: NoteDraft, actor: str | None) -> NoteWrit
     )
 
 
+def _external_insert(source: str, item: ExternalItem, actor: str | None) -> NoteInsert:
+    """The row creating the note ``source`` knows as ``item``'s external id."""
+    state = check_owner(apply_item(NoteDraft(source=source), item, ChangePolicy.REPLACE))
+    return NoteInsert(
+        id=uuid4(),
+        state=state,
+        content_hash=content_hash(state.content),
+        actor=actor,
+        external_source=source,
+        external_id=item.external_id,
+    )
+
+
 def _decide(
     current: Note, item: ExternalItem, policy: ChangePolicy, actor: str | None
 ) -> tuple[UpsertOutcome, NoteWrite | None]:
@@ -415,17 +428,7 @@ class NoteService:
             for item in checked:
                 current = existing.get(item.external_id)
                 if current is None:
-                    state = check_owner(
-                        apply_item(NoteDraft(source=source), item, ChangePolicy.REPLACE)
-                    )
-                    insert = NoteInsert(
-                        id=uuid4(),
-                        state=state,
-                        content_hash=content_hash(state.content),
-                        actor=actor,
-                        external_source=source,
-                        external_id=item.external_id,
-                    )
+                    insert = _external_insert(source, item, actor)
                     inserts.append(insert)
                     outcomes.append((item.external_id, UpsertOutcome.CREATED, insert.id))
                     continue
