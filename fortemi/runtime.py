@@ -244,7 +244,7 @@ def _build_services(parts: _Parts) -> Services:
             max_note_bytes=settings.max_note_bytes,
             max_page_size=settings.max_page_size,
             max_upsert_batch=settings.max_upsert_batch,
-            indexer=EmbeddingEnqueuer(jobs, wakeups.dispatch_all, tier=embedding_tier(backend)),
+            indexers=[EmbeddingEnqueuer(jobs, wakeups.dispatch_all, tier=embedding_tier(backend))],
         ),
         search=SearchService(db, backend),
         jobs=jobs,

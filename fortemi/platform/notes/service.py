@@ -145,7 +145,7 @@ def _decide(
 
 
 class NoteIndexer(Protocol):
-    """Keeps what is derived from notes (chunks, embeddings) in step with them.
+    """Keeps what is derived from notes (chunks, embeddings, links, concepts) in step with them.
 
     :meth:`enqueue` runs inside the transaction that changed the notes' text (so the work
     is recorded if and only if the change commits); :meth:`committed` gets what it
@@ -175,10 +175,11 @@ class NoteService:
         max_note_bytes: int,
         max_page_size: int,
         max_upsert_batch: int,
-        indexer: NoteIndexer | None = None,
+        indexers: Sequence[NoteIndexer] = (),
     ) -> None:
         self._db = db
-        self._indexer = indexer
+        # In order: each runs in the note's transaction, then each is told of the commit.
+        self._indexers = tuple(indexers)
         self._repo = NoteRepository()
         self._max_note_bytes = max_note_bytes
         self._max_page_size = max_page_size
@@ -493,13 +494,18 @@ class NoteService:
     async def _index(
         self, conn: Connection, memory: str, note_ids: Sequence[UUID]
     ) -> Sequence[Any]:
-        if self._indexer is None or not note_ids:
+        """Each indexer's work for ``note_ids``, recorded in ``conn``'s transaction; what
+        :meth:`_committed` hands back to each after the commit."""
+        if not note_ids:
             return ()
-        return await self._indexer.enqueue(conn, memory, note_ids)
+        return [
+            (indexer, await indexer.enqueue(conn, memory, note_ids)) for indexer in self._indexers
+        ]
 
     async def _committed(self, pending: Sequence[Any]) -> None:
-        if self._indexer is not None and pending:
-            await self._indexer.committed(pending)
+        for indexer, work in pending:
+            if work:
+                await indexer.committed(work)
 
 
 def _policy(on_change: ChangePolicy | str) -> ChangePolicy:

@@ -1,0 +1,39 @@
+-- Links between notes: explicit (API), wiki (``[[...]]`` in content) and semantic (the
+-- Linking job), one table so traversal walks one index; and the raw wiki references,
+-- resolved or dangling. Runs with search_path set to the memory's schema (then public).
+
+CREATE TABLE note_link (
+    source_id     uuid NOT NULL REFERENCES note (id) ON DELETE CASCADE,
+    target_id     uuid NOT NULL REFERENCES note (id) ON DELETE CASCADE,
+    kind          text NOT NULL CHECK (kind IN ('explicit', 'wiki', 'semantic')),
+    score         real NOT NULL CHECK (score BETWEEN 0 AND 1),
+    rank          integer CHECK (rank >= 1),
+    -- semantic links: how they were made (strategy, k, weight, fallback, ...)
+    metadata      jsonb NOT NULL DEFAULT '{}'::jsonb,
+    set_id        integer REFERENCES embedding_set (id) ON DELETE CASCADE,
+    model         text,
+    -- graph maintenance: shared-nearest-neighbour score, and PFNET's soft prune
+    snn           real CHECK (snn BETWEEN 0 AND 1),
+    pruned        boolean NOT NULL DEFAULT false,
+    computed_at   timestamptz NOT NULL DEFAULT clock_timestamp(),
+    created_by    text,
+    PRIMARY KEY (source_id, kind, target_id),
+    CHECK (source_id <> target_id)
+);
+CREATE INDEX note_link_target_idx ON note_link (target_id, kind);
+
+-- Every ``[[target]]`` / ``![[embed]]`` a note's current version contains, in order.
+-- ``target_id`` is NULL while the target is dangling.
+CREATE TABLE wiki_link (
+    source_id   uuid NOT NULL REFERENCES note (id) ON DELETE CASCADE,
+    ordinal     integer NOT NULL CHECK (ordinal >= 0),
+    target      text NOT NULL,
+    target_key  text NOT NULL,
+    heading     text,
+    label       text,
+    embed       boolean NOT NULL DEFAULT false,
+    target_id   uuid REFERENCES note (id) ON DELETE SET NULL,
+    PRIMARY KEY (source_id, ordinal)
+);
+CREATE INDEX wiki_link_target_key_idx ON wiki_link (target_key) WHERE target_id IS NULL;
+CREATE INDEX wiki_link_target_idx ON wiki_link (target_id);
