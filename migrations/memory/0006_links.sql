@@ -21,6 +21,8 @@ CREATE TABLE note_link (
     CHECK (source_id <> target_id)
 );
 CREATE INDEX note_link_target_idx ON note_link (target_id, kind);
+-- Read-time normalisation takes min and max of the semantic scores: two index probes.
+CREATE INDEX note_link_kind_score_idx ON note_link (kind, score);
 
 -- Every ``[[target]]`` / ``![[embed]]`` a note's current version contains, in order.
 -- ``target_id`` is NULL while the target is dangling.
