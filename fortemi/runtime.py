@@ -31,6 +31,7 @@ from fortemi.auth.audit import AuditKeyring, AuditService, AuditWriter
 from fortemi.auth.local_issuer import LocalIssuer
 from fortemi.auth.policy import AccessDecisionEngine, PolicyService, build_policy_service
 from fortemi.auth.tokens import TokenValidator
+from fortemi.graph.links import LinkService, WikiLinkIndexer
 from fortemi.graphql.services import Services
 from fortemi.inference import InferenceBackend, build_backend
 from fortemi.platform.database import Database
@@ -244,8 +245,12 @@ def _build_services(parts: _Parts) -> Services:
             max_note_bytes=settings.max_note_bytes,
             max_page_size=settings.max_page_size,
             max_upsert_batch=settings.max_upsert_batch,
-            indexers=[EmbeddingEnqueuer(jobs, wakeups.dispatch_all, tier=embedding_tier(backend))],
+            indexers=[
+                WikiLinkIndexer(events),
+                EmbeddingEnqueuer(jobs, wakeups.dispatch_all, tier=embedding_tier(backend)),
+            ],
         ),
+        links=LinkService(db, max_links=settings.max_list_items),
         search=SearchService(db, backend),
         jobs=jobs,
         wakeups=wakeups,

@@ -18,6 +18,7 @@ from datetime import datetime
 import strawberry
 from strawberry.scalars import JSON
 
+from fortemi.graph.events import GRAPH_EVENT_KINDS, NOTE_GRAPH_EVENT_KINDS
 from fortemi.graphql.context import Info
 from fortemi.graphql.jobs import may_see_internals, visible_job, without_internals
 from fortemi.graphql.reauthorization import Reauthorized
@@ -26,8 +27,23 @@ from fortemi.platform import events as bus
 from fortemi.platform.errors import BadUserInput
 from fortemi.platform.ids import parse_id, to_global_id
 from fortemi.platform.jobs.events import JOB_EVENT_TYPES
+from fortemi.platform.notes.events import NOTE_EVENT_KINDS
 
 __all__ = ["EventSubscription"]
+
+GRAPH_EVENT_TYPES = tuple(f"graph.{kind}" for kind in GRAPH_EVENT_KINDS)
+_NOTE_EVENT_TYPES = ", ".join(
+    f"note.{kind}" for kind in (*NOTE_EVENT_KINDS, *NOTE_GRAPH_EVENT_KINDS)
+)
+
+
+def _known(wanted: set[str], known: tuple[str, ...], what: str) -> None:
+    unknown = sorted(wanted.difference(known))
+    if unknown:
+        raise BadUserInput(
+            f"Unknown {what} event type(s) {', '.join(unknown)[:200]}; known: {', '.join(known)}",
+            field="types",
+        )
 
 
 @strawberry.type(description="Something that happened, in a versioned envelope")
@@ -61,7 +77,10 @@ class Event:
 
 @strawberry.type
 class EventSubscription:
-    @strawberry.subscription(description="Changes to notes you may read in this memory")
+    @strawberry.subscription(
+        description="Changes to notes you may read in this memory, their links and concepts "
+        "included. Types: " + _NOTE_EVENT_TYPES
+    )
     async def note_events(
         self, info: Info, types: list[str] | None = None, after: str | None = None
     ) -> AsyncGenerator[Event, None]:
@@ -96,13 +115,7 @@ class EventSubscription:
         after: str | None = None,
     ) -> AsyncGenerator[Event, None]:
         wanted = set(types or ())
-        unknown = sorted(wanted.difference(JOB_EVENT_TYPES))
-        if unknown:
-            raise BadUserInput(
-                f"Unknown job event type(s) {', '.join(unknown)[:200]}; "
-                f"known: {', '.join(JOB_EVENT_TYPES)}",
-                field="types",
-            )
+        _known(wanted, JOB_EVENT_TYPES, "job")
         context = info.context
         if job_id is not None:
             job = await visible_job(info, parse_id(job_id, "Job"))
@@ -128,5 +141,39 @@ class EventSubscription:
                     continue
                 if not wanted or event.type in wanted:
                     yield Event.from_model(event if internals else without_internals(event))
+        finally:
+            await source.aclose()
+
+    @strawberry.subscription(
+        description="Changes to a memory's graph as a whole (its vocabulary, automatic "
+        "linking, maintenance), for callers who may read the memory itself (its own "
+        "policy's read); `memory` defaults to the request's. Types: " + ", ".join(GRAPH_EVENT_TYPES)
+    )
+    async def graph_events(
+        self,
+        info: Info,
+        memory: str | None = None,
+        types: list[str] | None = None,
+        after: str | None = None,
+    ) -> AsyncGenerator[Event, None]:
+        wanted = set(types or ())
+        _known(wanted, GRAPH_EVENT_TYPES, "graph")
+        context = info.context
+        name = await context.memory() if memory is None else await context.enter(memory)
+
+        async def decide() -> object:
+            # Over a WebSocket every entry is decided anew: a subscriber whose read of
+            # the memory is gone gets NOT_FOUND and the stream ends.
+            return await context.enter(name)
+
+        access = Reauthorized(info, decide)
+        await access.current()
+        source = context.services.events.subscribe(after=after)
+        try:
+            async for _, event in access.watch(until_token_expires(info, source)):
+                if event.memory != name or event.entity_type != "memory":
+                    continue
+                if event.type in (wanted or GRAPH_EVENT_TYPES):
+                    yield Event.from_model(event)
         finally:
             await source.aclose()

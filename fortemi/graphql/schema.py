@@ -29,6 +29,7 @@ from fortemi.graphql.errors import VariableValuesError, render_errors
 from fortemi.graphql.events import EventSubscription
 from fortemi.graphql.jobs import JobMutation, JobQuery
 from fortemi.graphql.limits import QueryLimits, operation_limits_rule, oversized_variables
+from fortemi.graphql.links import LinkMutation, LinkQuery
 from fortemi.graphql.memories import MemoryMutation, MemoryQuery
 from fortemi.graphql.metrics import OperationMetrics, count_errors
 from fortemi.graphql.notes import NoteMutation, NoteQuery
@@ -47,6 +48,7 @@ Query = merge_types(
         PrincipalQuery,
         MemoryQuery,
         NoteQuery,
+        LinkQuery,
         SearchQuery,
         JobQuery,
         WebhookQuery,
@@ -55,7 +57,8 @@ Query = merge_types(
     ),
 )
 Mutation = merge_types(
-    "Mutation", (MemoryMutation, NoteMutation, JobMutation, WebhookMutation, PolicyMutation)
+    "Mutation",
+    (MemoryMutation, NoteMutation, LinkMutation, JobMutation, WebhookMutation, PolicyMutation),
 )
 Subscription = merge_types("Subscription", (EventSubscription, AuditSubscription))
 

@@ -121,7 +121,7 @@ def _hit(hit: model.Hit, *, explain: bool) -> SearchHit:
     if note is None:
         raise RuntimeError("the search service returned a hit without its note")
     return SearchHit(
-        note=Note.from_model(note),
+        note=Note.from_model(note, memory=hit.memory),
         memory=hit.memory,
         score=hit.score,
         chunk=hit.chunk,

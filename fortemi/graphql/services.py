@@ -14,6 +14,7 @@ from fortemi.auth.access import Authorizer
 from fortemi.auth.audit import AuditService
 from fortemi.auth.policy import PolicyService
 from fortemi.auth.tokens import TokenValidator
+from fortemi.graph.links import LinkService
 from fortemi.platform.events import EventBus
 from fortemi.platform.jobs.models import Job
 from fortemi.platform.jobs.service import JobService
@@ -43,6 +44,7 @@ class Services:
     policies: PolicyService
     memories: MemoryService
     notes: NoteService
+    links: LinkService
     search: SearchService
     jobs: JobService
     wakeups: JobWakeups

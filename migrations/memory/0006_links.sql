@@ -1,6 +1,7 @@
 -- Links between notes: explicit (API), wiki (``[[...]]`` in content) and semantic (the
--- Linking job), one table so traversal walks one index; and the raw wiki references,
--- resolved or dangling. Runs with search_path set to the memory's schema (then public).
+-- Linking job), one table so traversal walks one index; the raw wiki references,
+-- resolved or dangling; and the keys by which a wiki reference finds a note.
+-- Runs with search_path set to the memory's schema (then public).
 
 CREATE TABLE note_link (
     source_id     uuid NOT NULL REFERENCES note (id) ON DELETE CASCADE,
@@ -15,6 +16,7 @@ CREATE TABLE note_link (
     -- graph maintenance: shared-nearest-neighbour score, and PFNET's soft prune
     snn           real CHECK (snn BETWEEN 0 AND 1),
     pruned        boolean NOT NULL DEFAULT false,
+    -- when the link was made (explicit, wiki) or last computed (semantic)
     computed_at   timestamptz NOT NULL DEFAULT clock_timestamp(),
     created_by    text,
     PRIMARY KEY (source_id, kind, target_id),
@@ -37,5 +39,19 @@ CREATE TABLE wiki_link (
     target_id   uuid REFERENCES note (id) ON DELETE SET NULL,
     PRIMARY KEY (source_id, ordinal)
 );
-CREATE INDEX wiki_link_target_key_idx ON wiki_link (target_key) WHERE target_id IS NULL;
+-- Every reference whose key a new or changed note gains or loses is resolved again.
+CREATE INDEX wiki_link_target_key_idx ON wiki_link (target_key);
 CREATE INDEX wiki_link_target_idx ON wiki_link (target_id);
+
+-- The keys a wiki reference can name a note by: its title, each alias (front matter
+-- ``aliases``, ``metadata.aliases``) and its path (``metadata.path``), folded by
+-- ``fortemi.graph.links.resolution.fold`` (Python's, not SQL's lower(): one folding rule,
+-- whatever the database's locale). Kept in step with every version of the note, so
+-- resolving a reference is one index probe, never a scan of titles.
+CREATE TABLE note_wiki_key (
+    note_id  uuid NOT NULL REFERENCES note (id) ON DELETE CASCADE,
+    kind     text NOT NULL CHECK (kind IN ('title', 'alias', 'path')),
+    key      text NOT NULL,
+    PRIMARY KEY (note_id, kind, key)
+);
+CREATE INDEX note_wiki_key_key_idx ON note_wiki_key (key);

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import strawberry
 from strawberry.scalars import JSON
 
+from fortemi.graphql.context import Info
 from fortemi.graphql.pagination import Connection, Edge, PageInfo
 from fortemi.platform import notes as model
-from fortemi.platform.ids import to_global_id
+from fortemi.platform.ids import parse_note_id, to_global_id
 
 __all__ = [
     "Node",
@@ -23,6 +24,9 @@ __all__ = [
     "UpsertExternalNotesPayload",
     "UpsertOutcome",
 ]
+
+if TYPE_CHECKING:
+    from fortemi.graphql.links import NoteLink
 
 
 @strawberry.interface(description="An object with a global id, resolvable through node(id)")
@@ -51,10 +55,34 @@ class Note(Node):
     external_id: str | None
     created_at: datetime
     updated_at: datetime
+    # The memory the note was read from, when it is not the request's (a search over
+    # several memories); its fields that read more (backlinks) read there.
+    memory_name: strawberry.Private[str | None] = None
+
+    @strawberry.field(
+        description="Live notes you may read that link to this one (explicit, wiki and "
+        "semantic links), strongest link first, at most `first` (default 100)"
+    )
+    async def backlinks(
+        self, info: Info, first: int | None = None
+    ) -> list[Annotated[NoteLink, strawberry.lazy("fortemi.graphql.links")]]:
+        # Imported here: the links module builds on this one's Note.
+        from fortemi.graphql.links import linked_notes
+
+        context = info.context
+        if self.memory_name is None:
+            memory, visible = await context.scoped_memory()
+        else:
+            memory, visible = self.memory_name, await context.visibility(self.memory_name)
+        found = await context.services.links.backlinks(
+            memory, parse_note_id(self.id), visibility=visible, first=first
+        )
+        return linked_notes(found)
 
     @classmethod
-    def from_model(cls, note: model.Note) -> Note:
+    def from_model(cls, note: model.Note, *, memory: str | None = None) -> Note:
         return cls(
+            memory_name=memory,
             id=strawberry.ID(to_global_id("Note", note.id)),
             title=note.title,
             content=note.content,

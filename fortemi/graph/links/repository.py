@@ -1,0 +1,249 @@
+"""All SQL on ``note_link`` (explicit and wiki rows, and link reads), ``wiki_link`` and
+``note_wiki_key``.
+
+Every method takes a connection inside ``Database.memory_transaction``. Values travel as
+parameters bound by name; lists of rows travel as arrays through ``unnest``, one round
+trip per statement whatever their length. The reads that apply a caller's read scope
+splice the fixed fragments of :func:`~fortemi.platform.notes.repository.note_filter_where`
+(those lines carry ``noqa: S608``), inside a sub-select on ``note`` so its unqualified
+columns can only mean the note's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from uuid import UUID
+
+from fortemi.graph.links.models import DanglingRef, LinkKind, NoteLink, WikiLinkRow
+from fortemi.graph.links.resolution import NoteKey
+from fortemi.platform.database import Connection
+from fortemi.platform.notes.models import NoteFilter, NoteVisibility
+from fortemi.platform.notes.repository import note_filter_where
+from fortemi.platform.sql import Query, Table, Where
+
+__all__ = ["NOTE_LINK", "WIKI_LINK", "LinkRepository"]
+
+NOTE_LINK = Table("note_link", NoteLink)
+WIKI_LINK = Table("wiki_link", WikiLinkRow)
+_DANGLING = Table("wiki_link", DanglingRef)
+
+_KEYS_OF = Query("SELECT key FROM note_wiki_key WHERE note_id = ANY(:ids::uuid[])")
+
+# One advisory lock per key, in key order (so two writers never wait on each other in a
+# cycle), held to the end of the transaction. A note gaining a key and another note's new
+# reference to that key are then serialised: whichever commits second sees the other,
+# so no reference stays dangling to a note that exists. The (schema, key) pair is apart
+# from the notes' external-id locks by its prefix; a hash collision only over-serialises.
+_LOCK_KEYS = Query("""
+SELECT pg_advisory_xact_lock(hashtext(current_schema()), k)
+FROM (SELECT DISTINCT hashtext('wiki' || chr(31) || x) AS k
+      FROM unnest(:keys::text[]) AS x) AS keys
+ORDER BY k
+""")
+
+_DELETE_KEYS = Query("DELETE FROM note_wiki_key WHERE note_id = ANY(:ids::uuid[])")
+_INSERT_KEYS = Query("""
+INSERT INTO note_wiki_key (note_id, kind, key)
+SELECT * FROM unnest(:note_ids::uuid[], :kinds::text[], :keys::text[])
+ON CONFLICT DO NOTHING
+""")
+
+_DELETE_REFS = Query("DELETE FROM wiki_link WHERE source_id = ANY(:ids::uuid[])")
+_INSERT_REFS = Query("""
+INSERT INTO wiki_link (source_id, ordinal, target, target_key, heading, label, embed)
+SELECT * FROM unnest(:source_ids::uuid[], :ordinals::integer[], :targets::text[],
+                     :target_keys::text[], :headings::text[], :labels::text[],
+                     :embeds::boolean[])
+""")
+
+# Each key's note by the precedence of fortemi.graph.links.resolution (a path key with a
+# "/" prefers a path match; otherwise title, alias, path; then the oldest note), live
+# notes only; every reference with one of the keys is pointed at it, or at nothing.
+# Returns the notes whose references changed.
+_RESOLVE = Query("""
+WITH wanted AS (SELECT DISTINCT x AS key FROM unnest(:keys::text[]) AS x),
+best AS (
+    SELECT DISTINCT ON (k.key) k.key, k.note_id
+    FROM note_wiki_key k JOIN note n ON n.id = k.note_id
+    WHERE k.key IN (SELECT key FROM wanted) AND n.deleted_at IS NULL
+    ORDER BY k.key,
+             CASE WHEN k.kind = 'path' AND strpos(k.key, '/') > 0 THEN 0
+                  WHEN k.kind = 'title' THEN 1
+                  WHEN k.kind = 'alias' THEN 2
+                  ELSE 3 END,
+             n.created_at, n.id
+),
+resolved AS (SELECT w.key, b.note_id FROM wanted w LEFT JOIN best b ON b.key = w.key)
+UPDATE wiki_link l SET target_id = r.note_id
+FROM resolved r
+WHERE l.target_key = r.key AND l.target_id IS DISTINCT FROM r.note_id
+RETURNING l.source_id
+""")
+
+# Wiki edges mirror the resolved references: one per (source, target), score 1.0, none to
+# the note itself. Both statements return the edges they changed.
+_DROP_WIKI_EDGES = Query("""
+DELETE FROM note_link l
+WHERE l.kind = 'wiki' AND l.source_id = ANY(:ids::uuid[])
+  AND NOT EXISTS (SELECT 1 FROM wiki_link w
+                  WHERE w.source_id = l.source_id AND w.target_id = l.target_id)
+RETURNING l.source_id, l.target_id
+""")
+_ADD_WIKI_EDGES = Query("""
+INSERT INTO note_link (source_id, target_id, kind, score)
+SELECT DISTINCT w.source_id, w.target_id, 'wiki', 1.0
+FROM wiki_link w
+WHERE w.source_id = ANY(:ids::uuid[]) AND w.target_id IS NOT NULL
+  AND w.target_id <> w.source_id
+ON CONFLICT DO NOTHING
+RETURNING source_id, target_id
+""")
+
+_INSERT_EXPLICIT = NOTE_LINK.query("""
+INSERT INTO note_link (source_id, target_id, kind, score, created_by)
+VALUES (:source_id, :target_id, 'explicit', :score, :actor)
+ON CONFLICT (source_id, kind, target_id) DO NOTHING
+RETURNING {columns}
+""")
+_GET_LINK = NOTE_LINK.query(
+    "SELECT {columns} FROM note_link "
+    "WHERE source_id = :source_id AND kind = :kind AND target_id = :target_id"
+)
+_DELETE_EXPLICIT = NOTE_LINK.query(
+    "DELETE FROM note_link "
+    "WHERE source_id = :source_id AND kind = 'explicit' AND target_id = :target_id "
+    "RETURNING {columns}"
+)
+
+_DANGLING_OF = _DANGLING.query(
+    "SELECT {columns} FROM wiki_link WHERE source_id = :id AND target_id IS NULL "
+    "ORDER BY ordinal LIMIT :limit"
+)
+
+# A link's other end: ``near`` is the note whose links are listed, ``far`` the other.
+_ENDS = {"outgoing": ("source_id", "target_id"), "incoming": ("target_id", "source_id")}
+
+
+def _visible_live(visibility: NoteVisibility | None) -> NoteFilter:
+    return NoteFilter(visibility=visibility)
+
+
+class LinkRepository:
+    # -- wiki references ---------------------------------------------------------------
+
+    async def keys_of(self, conn: Connection, note_ids: Sequence[UUID]) -> set[str]:
+        rows = await conn.fetch(_KEYS_OF.sql, *_KEYS_OF.args(ids=list(note_ids)))
+        return {row["key"] for row in rows}
+
+    async def lock_keys(self, conn: Connection, keys: set[str]) -> None:
+        if keys:
+            await conn.execute(_LOCK_KEYS.sql, *_LOCK_KEYS.args(keys=sorted(keys)))
+
+    async def replace_keys(
+        self, conn: Connection, note_ids: Sequence[UUID], keys: dict[UUID, set[NoteKey]]
+    ) -> None:
+        """The notes' keys become ``keys`` (a note absent from it has none)."""
+        await conn.execute(_DELETE_KEYS.sql, *_DELETE_KEYS.args(ids=list(note_ids)))
+        rows = [(note_id, k.kind, k.key) for note_id, found in keys.items() for k in found]
+        if rows:
+            note_ids_, kinds, values = (list(column) for column in zip(*rows, strict=True))
+            await conn.execute(
+                _INSERT_KEYS.sql, *_INSERT_KEYS.args(note_ids=note_ids_, kinds=kinds, keys=values)
+            )
+
+    async def replace_references(
+        self, conn: Connection, source_ids: Sequence[UUID], rows: Sequence[WikiLinkRow]
+    ) -> None:
+        """The sources' references become ``rows``, all unresolved until :meth:`resolve`."""
+        await conn.execute(_DELETE_REFS.sql, *_DELETE_REFS.args(ids=list(source_ids)))
+        if not rows:
+            return
+        await conn.execute(
+            _INSERT_REFS.sql,
+            *_INSERT_REFS.args(
+                source_ids=[r.source_id for r in rows],
+                ordinals=[r.ordinal for r in rows],
+                targets=[r.target for r in rows],
+                target_keys=[r.target_key for r in rows],
+                headings=[r.heading for r in rows],
+                labels=[r.label for r in rows],
+                embeds=[r.embed for r in rows],
+            ),
+        )
+
+    async def resolve(self, conn: Connection, keys: set[str]) -> set[UUID]:
+        """Point every reference with one of ``keys`` at the note that key names now (or
+        at nothing); the sources whose references changed."""
+        if not keys:
+            return set()
+        rows = await conn.fetch(_RESOLVE.sql, *_RESOLVE.args(keys=sorted(keys)))
+        return {row["source_id"] for row in rows}
+
+    async def sync_wiki_edges(
+        self, conn: Connection, source_ids: set[UUID]
+    ) -> set[tuple[UUID, UUID]]:
+        """Make the sources' wiki edges mirror their resolved references; the (source,
+        target) pairs added or removed."""
+        if not source_ids:
+            return set()
+        ids = sorted(source_ids)
+        removed = await conn.fetch(_DROP_WIKI_EDGES.sql, *_DROP_WIKI_EDGES.args(ids=ids))
+        added = await conn.fetch(_ADD_WIKI_EDGES.sql, *_ADD_WIKI_EDGES.args(ids=ids))
+        return {(row["source_id"], row["target_id"]) for row in [*removed, *added]}
+
+    async def dangling(self, conn: Connection, note_id: UUID, limit: int) -> list[DanglingRef]:
+        rows = await conn.fetch(_DANGLING_OF.sql, *_DANGLING_OF.args(id=note_id, limit=limit))
+        return _DANGLING.from_records(rows)
+
+    # -- explicit links ----------------------------------------------------------------
+
+    async def insert_explicit(
+        self, conn: Connection, source_id: UUID, target_id: UUID, score: float, actor: str | None
+    ) -> NoteLink | None:
+        """The new link; None when one from ``source_id`` to ``target_id`` exists."""
+        args = _INSERT_EXPLICIT.args(
+            source_id=source_id, target_id=target_id, score=score, actor=actor
+        )
+        row = await conn.fetchrow(_INSERT_EXPLICIT.sql, *args)
+        return None if row is None else NOTE_LINK.from_record(row)
+
+    async def get(
+        self, conn: Connection, source_id: UUID, kind: LinkKind, target_id: UUID
+    ) -> NoteLink | None:
+        args = _GET_LINK.args(source_id=source_id, kind=kind.value, target_id=target_id)
+        row = await conn.fetchrow(_GET_LINK.sql, *args)
+        return None if row is None else NOTE_LINK.from_record(row)
+
+    async def delete_explicit(
+        self, conn: Connection, source_id: UUID, target_id: UUID
+    ) -> NoteLink | None:
+        args = _DELETE_EXPLICIT.args(source_id=source_id, target_id=target_id)
+        row = await conn.fetchrow(_DELETE_EXPLICIT.sql, *args)
+        return None if row is None else NOTE_LINK.from_record(row)
+
+    # -- reads -------------------------------------------------------------------------
+
+    async def links(
+        self,
+        conn: Connection,
+        note_id: UUID,
+        direction: str,
+        *,
+        visibility: NoteVisibility | None,
+        limit: int,
+    ) -> list[NoteLink]:
+        """The note's ``outgoing`` or ``incoming`` links whose other end is a live note
+        the caller may read (``visibility``; None: any), strongest first.
+
+        The read scope is a predicate of the statement, before its LIMIT: a page of links
+        is a full page of readable ones, and an unreadable note is not even counted.
+        """
+        near, far = _ENDS[direction]
+        where = note_filter_where(_visible_live(visibility), Where(note_id))
+        query = (
+            f"SELECT {NOTE_LINK.select_list_of('l')} FROM note_link l "  # noqa: S608 - fixed fragments
+            f"JOIN (SELECT id FROM note WHERE {where.sql()}) AS n ON n.id = l.{far} "
+            f"WHERE l.{near} = $1 "
+            f"ORDER BY l.score DESC, l.kind, l.{far} LIMIT ${len(where.args) + 1}"
+        )
+        return NOTE_LINK.from_records(await conn.fetch(query, *where.args, limit))
