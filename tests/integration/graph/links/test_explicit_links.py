@@ -10,7 +10,7 @@ import pytest
 from fortemi.graph.links import LinkKind, LinkService
 from fortemi.platform.errors import BadUserInput, Conflict, NotFound
 from fortemi.platform.notes import NoteService
-from tests.integration.graph.conftest import Links, Write
+from tests.integration.graph.links.conftest import Links, Write
 
 
 async def test_a_link_is_created_once_and_an_exact_repeat_returns_it(

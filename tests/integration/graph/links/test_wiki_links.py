@@ -15,7 +15,7 @@ from fortemi.platform.notes import (
     NoteService,
     NoteVisibility,
 )
-from tests.integration.graph.conftest import Links, Write
+from tests.integration.graph.links.conftest import Links, Write
 
 
 def _targets(found: NoteLinks) -> list[UUID]:
