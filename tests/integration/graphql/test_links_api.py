@@ -3,12 +3,14 @@ read through the caller's read scope and each change authorized and audited."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from fortemi.auth.local_issuer import LocalIssuer
-from tests.integration.graphql.conftest import GraphQLCall, error_codes
+from fortemi.runtime import Runtime
+from tests.integration.graphql.conftest import GraphQLCall, error_codes, open_memory
 
 CREATE = "mutation($i: CreateNoteInput!) { createNote(input: $i) { id } }"
 LINK = """mutation($from: ID!, $to: ID!, $score: Float! = 1.0) {
@@ -32,10 +34,13 @@ def people(issuer: LocalIssuer) -> dict[str, str]:
     }
 
 
-async def _note(gql: GraphQLCall, token: str | None = None, **note: Any) -> str:
-    body = await (
-        gql(CREATE, {"i": note}) if token is None else gql(CREATE, {"i": note}, token=token)
-    )
+async def _note(
+    gql: GraphQLCall, token: str | None = None, memory: str | None = None, **note: Any
+) -> str:
+    call: dict[str, Any] = {"token": token} if token is not None else {}
+    if memory is not None:
+        call["memory"] = memory
+    body = await gql(CREATE, {"i": note}, **call)
     assert "errors" not in body, body
     note_id: str = body["data"]["createNote"]["id"]
     return note_id
@@ -189,3 +194,29 @@ async def test_deleted_notes_are_left_out_of_links(gql: GraphQLCall) -> None:
     assert (await _links(gql, source))["outgoing"] == []
     await gql("mutation($id: ID!) { restoreNote(id: $id) { id } }", {"id": target})
     assert [x["note"]["id"] for x in (await _links(gql, source))["outgoing"]] == [target]
+
+
+@pytest.fixture
+async def second_memory(runtime: Runtime) -> AsyncIterator[str]:
+    name = await open_memory(runtime)
+    yield name
+    await runtime.memories.delete(name, confirm=name)
+
+
+async def test_backlinks_of_a_note_found_in_another_memory_are_read_there(
+    gql: GraphQLCall, memory: str, second_memory: str
+) -> None:
+    await _note(gql, title="Glacier", content="glacier melt here")
+    await _note(gql, title="Glacier", content="glacier melt there", memory=second_memory)
+    await _note(gql, title="Field log", content="see [[Glacier]]", memory=second_memory)
+    body = await gql(
+        """query($m: [String!]) { search(query: "melt", mode: LEXICAL, memories: $m) {
+             hits { memory note { title backlinks { note { title } } } } } }""",
+        {"m": [memory, second_memory]},
+    )
+    assert "errors" not in body, body
+    backlinks = {
+        hit["memory"]: [b["note"]["title"] for b in hit["note"]["backlinks"]]
+        for hit in body["data"]["search"]["hits"]
+    }
+    assert backlinks == {memory: [], second_memory: ["Field log"]}
