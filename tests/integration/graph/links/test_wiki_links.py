@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from uuid import UUID
 
+import pytest
+
+from fortemi.graph.links import WikiLinkIndexer
 from fortemi.graph.links.models import LinkKind, NoteLinks
 from fortemi.platform.database import Database
 from fortemi.platform.notes import (
     ChangePolicy,
     ExternalItem,
     NameSet,
+    NoteDraft,
     NotePatch,
     NoteService,
     NoteVisibility,
@@ -182,3 +187,34 @@ async def test_a_note_created_while_another_references_it_is_never_left_dangling
             write(f"Source {round_}", f"[[Target {round_}]]"), write(f"Target {round_}")
         )
         assert _targets(await links(source)) == [target], round_
+
+
+class _Failing:
+    """An indexer after the wiki one that fails: the note's transaction rolls back."""
+
+    async def enqueue(
+        self, conn: object, memory: str, note_ids: Sequence[UUID]
+    ) -> Sequence[object]:
+        raise RuntimeError("the next indexer failed")
+
+    async def committed(self, pending: Sequence[object]) -> None:
+        raise AssertionError("never reached")
+
+
+async def test_links_are_written_in_the_notes_transaction_and_roll_back_with_it(
+    db: Database, memory: str, write: Write, links: Links
+) -> None:
+    source = await write("S", "[[Never made]]")
+    failing = NoteService(
+        db,
+        max_note_bytes=1_048_576,
+        max_page_size=100,
+        max_upsert_batch=500,
+        indexers=[WikiLinkIndexer(None), _Failing()],
+    )
+    with pytest.raises(RuntimeError, match="next indexer"):
+        await failing.create(memory, NoteDraft(title="Never made"), actor="t")
+    found = await links(source)
+    assert found.outgoing == []
+    assert [d.target for d in found.dangling] == ["Never made"]
+    assert await _edges(db, memory) == set()
