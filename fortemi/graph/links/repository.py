@@ -56,17 +56,18 @@ SELECT * FROM unnest(:source_ids::uuid[], :ordinals::integer[], :targets::text[]
                      :embeds::boolean[])
 """)
 
-# Each key's note by the precedence of fortemi.graph.links.resolution (a path key with a
-# "/" prefers a path match; otherwise title, alias, path; then the oldest note), live
-# notes only; every reference with one of the keys is pointed at it, or at nothing.
-# Returns the notes whose references changed.
+# Each key's note by the precedence of fortemi.graph.links.resolution (a live note before
+# a soft-deleted one; a path key with a "/" prefers a path match, any other title, alias,
+# path; then the oldest note); every reference with one of the keys is pointed at it, or
+# at nothing. Returns the notes whose references changed.
 _RESOLVE = Query("""
 WITH wanted AS (SELECT DISTINCT x AS key FROM unnest(:keys::text[]) AS x),
 best AS (
     SELECT DISTINCT ON (k.key) k.key, k.note_id
     FROM note_wiki_key k JOIN note n ON n.id = k.note_id
-    WHERE k.key IN (SELECT key FROM wanted) AND n.deleted_at IS NULL
+    WHERE k.key IN (SELECT key FROM wanted)
     ORDER BY k.key,
+             n.deleted_at IS NOT NULL,
              CASE WHEN k.kind = 'path' AND strpos(k.key, '/') > 0 THEN 0
                   WHEN k.kind = 'title' THEN 1
                   WHEN k.kind = 'alias' THEN 2

@@ -17,11 +17,13 @@ trailing ``.md`` dropped, so ``[[Plan]]``, ``[[plan.md]]`` and ``[[ PLAN ]]`` ar
 folding is done here, in Python, never by the database's ``lower()``, whose result
 depends on the database's locale.
 
-When several notes have the key, the first of these wins (:data:`PRECEDENCE`): for a
-key with a ``/`` (a path), a path match, then a title, then an alias; for any other key, a
-title, then an alias, then a path; among equals, the oldest note (then the smallest id),
-so an answer never changes because of an unrelated edit. Soft-deleted notes are no
-targets.
+When several notes have the key, the first of these wins (:data:`PRECEDENCE`): a live
+note before a soft-deleted one; for a key with a ``/`` (a path), a path match, then a
+title, then an alias; for any other key, a title, then an alias, then a path; among
+equals, the oldest note (then the smallest id), so an answer never changes because of an
+unrelated edit. A reference to a note in the trash stays resolved to it (lists leave the
+note out), so restoring the note brings its links back, while a live note taking its
+title takes its references.
 
 The wiki-vault rules (vault-relative paths) belong here: a :class:`KeyRules` subclass
 that keys references and notes differently, handed to the indexer.
@@ -45,7 +47,7 @@ _SPACE = re.compile(r"\s+")
 _MAX_ALIASES = 100
 _MAX_KEY = 500
 
-PRECEDENCE = ("path (for a key with a /)", "title", "alias", "path", "oldest note")
+PRECEDENCE = ("live", "path (for a key with a /)", "title", "alias", "path", "oldest note")
 """The order in which candidate notes win, as documented above (the SQL encodes it)."""
 
 

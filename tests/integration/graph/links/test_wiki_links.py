@@ -218,3 +218,20 @@ async def test_links_are_written_in_the_notes_transaction_and_roll_back_with_it(
     assert found.outgoing == []
     assert [d.target for d in found.dangling] == ["Never made"]
     assert await _edges(db, memory) == set()
+
+
+async def test_a_note_in_the_trash_keeps_references_until_a_live_note_takes_its_title(
+    notes: NoteService, memory: str, write: Write, links: Links
+) -> None:
+    binned = await write("Binned")
+    await notes.delete(memory, binned, actor="t")
+    # Written while the note is in the trash: resolved to it, listed once it is back.
+    source = await write("S", "[[Binned]]")
+    found = await links(source)
+    assert (found.outgoing, found.dangling) == ([], [])
+    await notes.restore(memory, binned, actor="t")
+    assert _targets(await links(source)) == [binned]
+    # Binned again, and a live note takes the title: the reference follows it.
+    await notes.delete(memory, binned, actor="t")
+    successor = await write("binned")
+    assert _targets(await links(source)) == [successor]
