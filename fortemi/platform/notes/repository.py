@@ -40,7 +40,12 @@ NOTE_VERSION = Table("note_version", NoteVersion)
 _DRAFT = Table("note", NoteDraft)
 
 _GET = NOTE.query("SELECT {columns} FROM note WHERE id = :id")
-_GET_LOCKED = NOTE.query("SELECT {columns} FROM note WHERE id = :id FOR UPDATE")
+# FOR NO KEY UPDATE, not FOR UPDATE: writers of one note still queue up (the two conflict
+# with themselves and each other), but a row lock no longer blocks the key-share lock a
+# foreign key check takes. A note's writer inserts links to other notes (its wiki links)
+# while holding its own lock; with FOR UPDATE, two notes edited at once to link each other
+# would each wait for the other's lock: a deadlock.
+_GET_LOCKED = NOTE.query("SELECT {columns} FROM note WHERE id = :id FOR NO KEY UPDATE")
 
 _GET_MANY = NOTE.query("SELECT {columns} FROM note WHERE id = ANY(:ids::uuid[])")
 
@@ -153,7 +158,7 @@ _FIND_EXTERNAL = NOTE.query("""
 SELECT {columns} FROM note
 WHERE external_source = :source AND external_id = ANY(:external_ids::text[])
 ORDER BY id
-FOR UPDATE
+FOR NO KEY UPDATE
 """)
 
 # What an index built from the note's text must still match when it is written.
@@ -270,7 +275,7 @@ def _visible(where: Where, visibility: NoteVisibility) -> None:
 
 class NoteRepository:
     async def get(self, conn: Connection, note_id: UUID, *, lock: bool = False) -> Note | None:
-        # FOR UPDATE makes concurrent writers of one note queue up; each then reads the
+        # FOR NO KEY UPDATE makes concurrent writers of one note queue up; each then reads the
         # state the previous one committed, so no update is lost.
         query = _GET_LOCKED if lock else _GET
         return _note_or_none(await conn.fetchrow(query.sql, *query.args(id=note_id)))

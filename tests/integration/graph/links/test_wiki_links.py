@@ -235,3 +235,17 @@ async def test_a_note_in_the_trash_keeps_references_until_a_live_note_takes_its_
     await notes.delete(memory, binned, actor="t")
     successor = await write("binned")
     assert _targets(await links(source)) == [successor]
+
+
+async def test_two_notes_edited_at_once_to_link_each_other_both_commit(
+    notes: NoteService, memory: str, write: Write, links: Links
+) -> None:
+    # Each edit holds its own note's row lock while its wiki edge needs the other note as
+    # a foreign key: a row lock that blocked key-share locks would make them deadlock.
+    for round_ in range(4):
+        a, b = await write(f"A{round_}"), await write(f"B{round_}")
+        await asyncio.gather(
+            notes.update(memory, a, NotePatch(content=f"[[B{round_}]]"), actor="t"),
+            notes.update(memory, b, NotePatch(content=f"[[A{round_}]]"), actor="t"),
+        )
+        assert (_targets(await links(a)), _targets(await links(b))) == ([b], [a])
