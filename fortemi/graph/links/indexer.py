@@ -17,7 +17,8 @@ no job. For each note it
 4. makes the wiki edges of every note whose references changed mirror them.
 
 After the commit, :meth:`committed` publishes ``note.links_changed`` for each note whose
-outgoing (wiki) links changed and for each note whose incoming ones did.
+outgoing (wiki) links changed and for each note whose incoming ones did, with the writer
+of the changed notes as actor.
 """
 
 from __future__ import annotations
@@ -113,7 +114,8 @@ class WikiLinkIndexer:
             return []
         ends = {end for pair in changed for end in pair}
         touched = await self._notes.get_many(conn, sorted(ends))
-        return [LinkEvents(link_change_events(memory, changed, touched, kind="wiki", actor=None))]
+        actor = await self._links.writer(conn, ids)
+        return [LinkEvents(link_change_events(memory, changed, touched, kind="wiki", actor=actor))]
 
     def _rows(self, note: Note) -> list[WikiLinkRow]:
         refs = references(note.content, note.format)

@@ -28,6 +28,8 @@ WIKI_LINK = Table("wiki_link", WikiLinkRow)
 _DANGLING = Table("wiki_link", DanglingRef)
 
 _KEYS_OF = Query("SELECT key FROM note_wiki_key WHERE note_id = ANY(:ids::uuid[])")
+# Who wrote the notes' current state: the actor of the events their links cause.
+_WRITERS = Query("SELECT DISTINCT updated_by FROM note WHERE id = ANY(:ids::uuid[])")
 
 # One advisory lock per key, in key order (so two writers never wait on each other in a
 # cycle), held to the end of the transaction. A note gaining a key and another note's new
@@ -135,6 +137,11 @@ class LinkRepository:
     async def keys_of(self, conn: Connection, note_ids: Sequence[UUID]) -> set[str]:
         rows = await conn.fetch(_KEYS_OF.sql, *_KEYS_OF.args(ids=list(note_ids)))
         return {row["key"] for row in rows}
+
+    async def writer(self, conn: Connection, note_ids: Sequence[UUID]) -> str | None:
+        """The one who last wrote all of these notes; None when several did (or nobody)."""
+        rows = await conn.fetch(_WRITERS.sql, *_WRITERS.args(ids=list(note_ids)))
+        return rows[0]["updated_by"] if len(rows) == 1 else None
 
     async def lock_keys(self, conn: Connection, keys: set[str]) -> None:
         if keys:

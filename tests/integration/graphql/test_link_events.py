@@ -102,6 +102,7 @@ async def test_link_changes_reach_subscribers_who_may_read_the_note(
     assert by_note[(mine["source"], "explicit")]["actor"] == "alice"
     assert by_note[(mine["target"], "explicit")]["payload"]["directions"] == ["incoming"]
     assert by_note[(mine["wiki"], "wiki")]["payload"]["directions"] == ["outgoing"]
+    assert by_note[(mine["target"], "wiki")]["actor"] == "alice"
 
 
 async def test_graph_events_reach_memory_readers_for_their_memory_only(
