@@ -31,6 +31,10 @@ from fortemi.auth.audit import AuditKeyring, AuditService, AuditWriter
 from fortemi.auth.local_issuer import LocalIssuer
 from fortemi.auth.policy import AccessDecisionEngine, PolicyService, build_policy_service
 from fortemi.auth.tokens import TokenValidator
+from fortemi.graph.tagging.jobs import ConceptTaggingEnqueuer, concept_tagging_type
+from fortemi.graph.tagging.models import TaggingSettings
+from fortemi.graph.tagging.related import related_concept_inference_type
+from fortemi.graph.vocabulary import VocabularyService
 from fortemi.graphql.services import Services
 from fortemi.inference import InferenceBackend, build_backend
 from fortemi.platform.database import Database
@@ -86,6 +90,7 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
         timeout_seconds=settings.webhook_timeout_seconds,
         max_attempts=settings.webhook_max_attempts,
     )
+    tagging = TaggingSettings.from_settings(settings)
 
     def factory(db: Database) -> JobRegistry:
         notes = NoteService(
@@ -99,6 +104,13 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
         registry.register(purge_note_type(notes))
         registry.register(webhook_delivery_type(db, box, delivery))
         registry.register(embedding_job_type(db, embedder, chunking, tier=embedding_tier(embedder)))
+        # Without an event bus here: the tagging job publishes its concept events itself,
+        # through its job context, under the job's correlation id.
+        vocabulary = VocabularyService(db)
+        registry.register(concept_tagging_type(db, vocabulary, embedder, tagging))
+        registry.register(
+            related_concept_inference_type(db, vocabulary, floor=tagging.related_floor)
+        )
         return registry
 
     return factory
@@ -244,7 +256,10 @@ def _build_services(parts: _Parts) -> Services:
             max_note_bytes=settings.max_note_bytes,
             max_page_size=settings.max_page_size,
             max_upsert_batch=settings.max_upsert_batch,
-            indexers=[EmbeddingEnqueuer(jobs, wakeups.dispatch_all, tier=embedding_tier(backend))],
+            indexers=[
+                EmbeddingEnqueuer(jobs, wakeups.dispatch_all, tier=embedding_tier(backend)),
+                ConceptTaggingEnqueuer(jobs, wakeups.dispatch_all),
+            ],
         ),
         search=SearchService(db, backend),
         jobs=jobs,
