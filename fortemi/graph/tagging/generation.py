@@ -128,6 +128,10 @@ class Reading:
 
 
 _THINKING = re.compile(r"<think>.*?</think>", re.DOTALL)
+# How models decline in prose when they ignore the schema ("I'm sorry, but I can't ...").
+_REFUSAL = re.compile(
+    r"\b(?:sorry|apologi[sz]e|can(?:no|')t|unable to|not able to|won't|refuse)\b", re.I
+)
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 
@@ -141,10 +145,9 @@ def read_answer(generation: Generation, tier: str) -> Reading:
     try:
         data = json.loads(text)
     except ValueError:
-        cut = generation.finish_reason == "length"
-        return Reading(
-            [], "truncated" if cut else "malformed_json" if text[:1] in "{[" else "refused"
-        )
+        if generation.finish_reason == "length":
+            return Reading([], "truncated")
+        return Reading([], "refused" if _REFUSAL.search(text[:300]) else "malformed_json")
     try:
         answer = Answer.model_validate(data)
     except ValidationError:

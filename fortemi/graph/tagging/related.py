@@ -27,6 +27,7 @@ from uuid import UUID
 from fortemi.graph.tagging.repository import Cooccurrence, TaggingRepository
 from fortemi.graph.vocabulary.service import VocabularyService
 from fortemi.platform.database import Database
+from fortemi.platform.errors import NotFound
 from fortemi.platform.jobs.models import HandlerContext, JobOutcome, JobType, Tier
 
 __all__ = [
@@ -83,11 +84,15 @@ class _RelatedHandler:
         async with self._db.memory_transaction(memory) as conn:
             counts = await self._repo.cooccurrence(conn, [c.concept_id for c in concepts])
         kept = [(a, b, c) for a, b in pairs if (c := _confidence(counts, a, b)) >= self._floor]
-        new = (
-            await self._vocabulary.relate(memory, kept, created_by=RELATED_CONCEPT_INFERENCE)
-            if kept
-            else 0
-        )
+        try:
+            new = (
+                await self._vocabulary.relate(memory, kept, created_by=RELATED_CONCEPT_INFERENCE)
+                if kept
+                else 0
+            )
+        except NotFound:
+            # A concept was deleted meanwhile; the note's next tagging runs this again.
+            return JobOutcome.success({"skipped": "concepts_changed"})
         return JobOutcome.success({"pairs": len(pairs), "related": len(kept), "new": new})
 
 
