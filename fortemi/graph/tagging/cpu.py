@@ -62,10 +62,14 @@ class CpuTagger:
         note = normalized(vectors[: len(pieces)].mean(axis=0, keepdims=True))[0]
         phrase_vectors = vectors[len(pieces) : len(pieces) + len(phrases)]
         known = {label: self._label_vectors[label] for label in label_texts if label not in missing}
+        for label in known:
+            self._label_vectors.move_to_end(label)  # least recently used goes first
         known.update(zip(missing, vectors[len(pieces) + len(phrases) :], strict=True))
         self._remember(missing, known)
 
         reused = _reused(labels, known, note, {p.casefold() for p in phrases}, self._settings)
+        # Reused concepts rule out their twins too: tagging a note again, whose concepts are
+        # now in the vocabulary, must pick the same ones.
         kept = [_stems(f.key) for f in reused]
         fresh: list[Found] = []
         picked = mmr(

@@ -36,7 +36,7 @@ from fortemi.graph.tagging.cpu import CpuTagger
 from fortemi.graph.tagging.generation import GenerationTagger
 from fortemi.graph.tagging.models import MAX_CONCEPTS, Found, TaggingSettings, carried, merged
 from fortemi.graph.tagging.related import RELATED_CONCEPT_INFERENCE
-from fortemi.graph.vocabulary.models import ConceptProposal
+from fortemi.graph.vocabulary.models import MAX_LABEL_CHARS, ConceptProposal
 from fortemi.graph.vocabulary.service import VocabularyService
 from fortemi.inference import GenerationTier, InferenceBackend, InferenceError, outcome_for
 from fortemi.platform.database import Connection, Database
@@ -167,6 +167,7 @@ class _TaggingHandler:
         proposals = [
             ConceptProposal(f.path, f.dimension, f.confidence, f.relevance, f.primary)
             for f in concepts
+            if all(_writable(label) for label in f.path)
         ]
         try:
             attached = await self._vocabulary.tag_note(
@@ -218,6 +219,16 @@ class _TaggingHandler:
             result["reason"] = "enough_concepts" if below is not None else "top_tier"
         await context.enqueue(related_spec(memory, note_id))
         return JobOutcome.success(result)
+
+
+def _writable(label: str) -> bool:
+    """A label the vocabulary takes (a model may answer anything within the schema)."""
+    return (
+        bool(label)
+        and label == label.strip()
+        and len(label) <= MAX_LABEL_CHARS
+        and "\x00" not in label
+    )
 
 
 def concept_tagging_type(

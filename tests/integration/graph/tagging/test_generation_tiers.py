@@ -274,3 +274,25 @@ async def test_an_openai_refusal_is_nothing_found_and_escalates(
     assert run.result["problem"] == "refused"
     assert len(run.escalations) == 1
     assert body["response_format"]["json_schema"]["schema"] == ANSWER_SCHEMA
+
+
+async def test_a_label_the_vocabulary_would_refuse_is_dropped_not_fatal(
+    db: Database,
+    vocabulary: VocabularyService,
+    ollama: OllamaBackend,
+    ollama_double: OllamaDouble,
+    memory: str,
+    write: Any,
+) -> None:
+    ollama_double.replies[FAST] = _answer(
+        (["rank\u0000fusion"], "technique", 0.9),
+        (["information retrieval"], "domain", 0.8),
+        (["BM25"], "technique", 0.7),
+        (["evaluation"], "methodology", 0.6),
+    )
+    note_id = await write(TITLE, CONTENT)
+    run = await run_handler(db, vocabulary, ollama, _fast_job(memory, note_id))
+    assert run.result["reason"] == "enough_concepts"
+    assert set(await _labels(vocabulary, memory, note_id)) == {
+        "information retrieval", "BM25", "evaluation", "dev set",
+    }  # fmt: skip
