@@ -31,6 +31,8 @@ from fortemi.auth.audit import AuditKeyring, AuditService, AuditWriter
 from fortemi.auth.local_issuer import LocalIssuer
 from fortemi.auth.policy import AccessDecisionEngine, PolicyService, build_policy_service
 from fortemi.auth.tokens import TokenValidator
+from fortemi.graph.vocabulary import VocabularyService
+from fortemi.graph.vocabulary.indexer import PathTagIndexer
 from fortemi.graphql.services import Services
 from fortemi.inference import InferenceBackend, build_backend
 from fortemi.platform.database import Database
@@ -232,6 +234,7 @@ def _build_services(parts: _Parts) -> Services:
     wakeups = Wakeups(jobs, _built(parts.dispatcher, "dispatcher"))
     parts.wakeups = wakeups
     policies = _built(parts.policies, "policies")
+    vocabulary = VocabularyService(db, events=events)
     return Services(
         settings=settings,
         tokens=build_token_validator(settings, _built(parts.http, "http")),
@@ -244,7 +247,11 @@ def _build_services(parts: _Parts) -> Services:
             max_note_bytes=settings.max_note_bytes,
             max_page_size=settings.max_page_size,
             max_upsert_batch=settings.max_upsert_batch,
-            indexers=[EmbeddingEnqueuer(jobs, wakeups.dispatch_all, tier=embedding_tier(backend))],
+            indexers=[
+                EmbeddingEnqueuer(jobs, wakeups.dispatch_all, tier=embedding_tier(backend)),
+                # Path tags (a/b/c) become the note's user concepts in its transaction.
+                PathTagIndexer(vocabulary, events),
+            ],
         ),
         search=SearchService(db, backend),
         jobs=jobs,
@@ -256,6 +263,7 @@ def _build_services(parts: _Parts) -> Services:
             policy=TargetPolicy.from_cidrs(settings.webhook_allowed_networks),
         ),
         events=events,
+        vocabulary=vocabulary,
     )
 
 
