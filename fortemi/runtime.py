@@ -35,6 +35,7 @@ from fortemi.graph.tagging.jobs import ConceptTaggingEnqueuer, concept_tagging_t
 from fortemi.graph.tagging.models import TaggingSettings
 from fortemi.graph.tagging.related import related_concept_inference_type
 from fortemi.graph.vocabulary import VocabularyService
+from fortemi.graph.vocabulary.indexer import PathTagIndexer
 from fortemi.graphql.services import Services
 from fortemi.inference import InferenceBackend, build_backend
 from fortemi.platform.database import Database
@@ -244,6 +245,7 @@ def _build_services(parts: _Parts) -> Services:
     wakeups = Wakeups(jobs, _built(parts.dispatcher, "dispatcher"))
     parts.wakeups = wakeups
     policies = _built(parts.policies, "policies")
+    vocabulary = VocabularyService(db, events=events)
     return Services(
         settings=settings,
         tokens=build_token_validator(settings, _built(parts.http, "http")),
@@ -258,6 +260,8 @@ def _build_services(parts: _Parts) -> Services:
             max_upsert_batch=settings.max_upsert_batch,
             indexers=[
                 EmbeddingEnqueuer(jobs, wakeups.dispatch_all, tier=embedding_tier(backend)),
+                # Path tags (a/b/c) become the note's user concepts in its transaction.
+                PathTagIndexer(vocabulary, events),
                 ConceptTaggingEnqueuer(jobs, wakeups.dispatch_all),
             ],
         ),
@@ -271,6 +275,7 @@ def _build_services(parts: _Parts) -> Services:
             policy=TargetPolicy.from_cidrs(settings.webhook_allowed_networks),
         ),
         events=events,
+        vocabulary=vocabulary,
     )
 
 

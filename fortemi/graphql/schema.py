@@ -36,6 +36,7 @@ from fortemi.graphql.notes.types import Note
 from fortemi.graphql.policies import PolicyMutation, PolicyQuery
 from fortemi.graphql.principal import PrincipalQuery
 from fortemi.graphql.search import SearchQuery
+from fortemi.graphql.vocabulary import VocabularyMutation, VocabularyQuery
 from fortemi.graphql.webhooks import WebhookMutation, WebhookQuery
 from fortemi.platform.settings import Settings
 
@@ -52,10 +53,19 @@ Query = merge_types(
         WebhookQuery,
         AuditQuery,
         PolicyQuery,
+        VocabularyQuery,
     ),
 )
 Mutation = merge_types(
-    "Mutation", (MemoryMutation, NoteMutation, JobMutation, WebhookMutation, PolicyMutation)
+    "Mutation",
+    (
+        MemoryMutation,
+        NoteMutation,
+        JobMutation,
+        WebhookMutation,
+        PolicyMutation,
+        VocabularyMutation,
+    ),
 )
 Subscription = merge_types("Subscription", (EventSubscription, AuditSubscription))
 

@@ -25,6 +25,7 @@ __all__ = [
     "Collection",
     "Concept",
     "ConceptLabel",
+    "ConceptNote",
     "ConceptProposal",
     "ConceptRelation",
     "ConceptScheme",
@@ -57,7 +58,8 @@ class ConceptProposal:
     """A concept to attach to a note, named by its path of labels from the top.
 
     ``("ml", "transformers")`` is the path tag ``ml/transformers``: the leaf
-    (``transformers``) is attached, its ancestors are wired as its broader chain.
+    (``transformers``) is attached, its ancestors are wired as its broader chain. With
+    ``concept_id`` the proposal names an existing concept instead (``path`` is ignored).
     """
 
     path: tuple[str, ...]
@@ -65,6 +67,7 @@ class ConceptProposal:
     confidence: float
     relevance: float
     primary: bool = False
+    concept_id: UUID | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +127,16 @@ class ConceptLabel:
     kind: str
     lang: str
     label: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConceptNote:
+    """A definition or scope note in a language (the neutral one is on the concept)."""
+
+    concept_id: UUID
+    kind: str  # definition | scope_note
+    lang: str
+    text: str
 
 
 @dataclass(frozen=True, slots=True)

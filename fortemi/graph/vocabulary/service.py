@@ -22,10 +22,12 @@ from dataclasses import dataclass, field
 from uuid import UUID, uuid4
 
 from fortemi.graph.events import note_graph_event
+from fortemi.graph.vocabulary.catalog.service import VocabularyCatalog
+from fortemi.graph.vocabulary.catalog.transfer import SkosTransfer
+from fortemi.graph.vocabulary.hierarchy import LimitBroken, wiring_problem
 from fortemi.graph.vocabulary.models import (
     DIMENSIONS,
     LITERARY_WARRANT,
-    MAX_BROADER,
     MAX_DEPTH,
     MAX_LABEL_CHARS,
     SOURCES,
@@ -51,15 +53,6 @@ _LENIENT = frozenset({"user", "ai_auto"})
 _REPLACING = frozenset({"user", "ai_auto"})
 
 
-class _LimitBroken(Exception):
-    """A proposal would break a hierarchy limit (depth, broader count, cycle)."""
-
-    def __init__(self, message: str, code: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
-
-
 def path_of(tag: str) -> tuple[str, ...]:
     """The label path of a path tag ``a/b/c``: components trimmed, empty ones dropped."""
     return tuple(part.strip() for part in tag.split("/") if part.strip())
@@ -67,9 +60,12 @@ def path_of(tag: str) -> tuple[str, ...]:
 
 def _check_proposal(proposal: ConceptProposal) -> None:
     """A malformed proposal is the caller's error whatever its source."""
-    if not proposal.path:
+    if proposal.concept_id is not None:
+        if not isinstance(proposal.concept_id, UUID):
+            raise BadUserInput("concept must be a concept id", field="concept")
+    elif not proposal.path:
         raise BadUserInput("A concept path needs at least one label", field="path")
-    for label in proposal.path:
+    for label in () if proposal.concept_id is not None else proposal.path:
         if not isinstance(label, str) or not label.strip() or label != label.strip():
             raise BadUserInput(
                 "Each label of a concept path must be non-empty text without surrounding "
@@ -129,6 +125,10 @@ class VocabularyService:
         self._events = events
         self._repo = VocabularyRepository()
         self._notes = NoteRepository()
+        # Governance (schemes, concepts, labels, relations, collections), for admins.
+        self.catalog = VocabularyCatalog(db, events=events)
+        # SKOS Turtle import and export, for admins.
+        self.skos = SkosTransfer(db, events=events)
 
     # -- the API the other graph features code against ------------------------------------
 
@@ -185,6 +185,24 @@ class VocabularyService:
                 note_graph_event("concepts_changed", memory, note, actor, result.payload(source))
             )
         return result.attached
+
+    async def untag_note(
+        self, memory: str, note_id: UUID, concept_id: UUID, *, actor: str | None
+    ) -> bool:
+        """Detach ``concept_id`` from the note, whatever attached it; False when it was not
+        attached. A ``user`` concept comes back with the next change of the note's tags
+        if the tag is still there (the tag is the user's decision)."""
+        async with self._db.memory_transaction(memory, subject=f"Note {note_id}") as conn:
+            note = await self._notes.get(conn, note_id)
+            if note is None:
+                raise NotFound(
+                    f"Note {note_id} does not exist in this memory", note_id=str(note_id)
+                )
+            removed = await self._repo.detach(conn, note_id, [concept_id])
+        if removed:
+            payload = TagResult(removed=removed).payload("api")
+            await self._publish(note_graph_event("concepts_changed", memory, note, actor, payload))
+        return bool(removed)
 
     async def note_concepts(
         self, memory: str, note_ids: Sequence[UUID]
@@ -293,10 +311,21 @@ class VocabularyService:
         result = TagResult()
         resolver = _Resolver(self._repo, conn, actor, result)
         leaves: dict[UUID, ConceptProposal] = {}
+        named = [p.concept_id for p in proposals if p.concept_id is not None]
+        if named:
+            missing = set(named) - await self._repo.existing_concepts(conn, named)
+            if missing:
+                raise NotFound(
+                    f"No concept {', '.join(sorted(map(str, missing)))} in this memory",
+                    concept_ids=sorted(map(str, missing)),
+                )
         for proposal in proposals:
+            if proposal.concept_id is not None:
+                leaves.setdefault(proposal.concept_id, proposal)
+                continue
             try:
                 leaf = await resolver.resolve(proposal.path, proposal.dimension)
-            except _LimitBroken as exc:
+            except LimitBroken as exc:
                 if source not in _LENIENT:
                     raise BadUserInput(exc.message, field="path", reason=exc.code) from exc
                 log.info("concept path %r skipped: %s", proposal.path, exc.message)
@@ -359,7 +388,7 @@ class _Resolver:
 
     async def resolve(self, path: tuple[str, ...], dimension: str | None) -> UUID:
         if len(path) > MAX_DEPTH:
-            raise _LimitBroken(
+            raise LimitBroken(
                 f"A concept path has at most {MAX_DEPTH} levels; {'/'.join(path)} has {len(path)}",
                 "max_depth",
             )
@@ -388,7 +417,7 @@ class _Resolver:
             if matches:
                 return matches[0]
             return await self._create(label, dimension, None)
-        problem: _LimitBroken | None = None
+        problem: LimitBroken | None = None
         for match in matches:
             problem = await self._wiring_problem(match, parent)
             if problem is None:
@@ -398,36 +427,15 @@ class _Resolver:
             raise problem
         level = await self._repo.level(self._conn, parent)
         if level + 1 > MAX_DEPTH:
-            raise _LimitBroken(
+            raise LimitBroken(
                 f"{label!r} would sit at level {level + 1}; concepts nest at most "
                 f"{MAX_DEPTH} levels deep",
                 "max_depth",
             )
         return await self._create(label, dimension, parent)
 
-    async def _wiring_problem(self, concept: UUID, parent: UUID) -> _LimitBroken | None:
-        """Why ``concept`` cannot become narrower than ``parent``, or None."""
-        if await self._repo.is_ancestor(self._conn, parent, concept):
-            return _LimitBroken(
-                "That path would make a concept broader than itself (a cycle); "
-                "reorder the path or use another label",
-                "cycle",
-            )
-        if await self._repo.broader_count(self._conn, concept) >= MAX_BROADER:
-            return _LimitBroken(
-                f"A concept has at most {MAX_BROADER} broader concepts; this one has "
-                f"{MAX_BROADER} already",
-                "max_broader",
-            )
-        depth = await self._repo.level(self._conn, parent) + await self._repo.height(
-            self._conn, concept
-        )
-        if depth > MAX_DEPTH:
-            return _LimitBroken(
-                f"That path would nest concepts {depth} levels deep; at most {MAX_DEPTH}",
-                "max_depth",
-            )
-        return None
+    async def _wiring_problem(self, concept: UUID, parent: UUID) -> LimitBroken | None:
+        return await wiring_problem(self._repo, self._conn, concept, parent)
 
     async def _create(self, label: str, dimension: str | None, parent: UUID | None) -> UUID:
         if self._scheme is None:

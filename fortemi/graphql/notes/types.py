@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 import strawberry
 from strawberry.scalars import JSON
 
+from fortemi.graphql.context import Info
 from fortemi.graphql.pagination import Connection, Edge, PageInfo
+from fortemi.graphql.vocabulary.types import NoteConcept
 from fortemi.platform import notes as model
 from fortemi.platform.ids import to_global_id
 
@@ -51,9 +54,22 @@ class Note(Node):
     external_id: str | None
     created_at: datetime
     updated_at: datetime
+    _uuid: strawberry.Private[UUID | None] = None
+    _memory: strawberry.Private[str | None] = None  # None: the request's memory
+
+    @strawberry.field(
+        description="Concepts attached beside the note (never part of its versions), "
+        "primary first, then by relevance"
+    )
+    async def concepts(self, info: Info) -> list[NoteConcept]:
+        if self._uuid is None:
+            return []
+        memory = self._memory or await info.context.memory()
+        found = await info.context.services.vocabulary.note_concepts(memory, [self._uuid])
+        return [NoteConcept.from_model(c, memory) for c in found.get(self._uuid, [])]
 
     @classmethod
-    def from_model(cls, note: model.Note) -> Note:
+    def from_model(cls, note: model.Note, memory: str | None = None) -> Note:
         return cls(
             id=strawberry.ID(to_global_id("Note", note.id)),
             title=note.title,
@@ -75,6 +91,8 @@ class Note(Node):
             external_id=note.external_id,
             created_at=note.created_at,
             updated_at=note.updated_at,
+            _uuid=note.id,
+            _memory=memory,
         )
 
 
