@@ -209,8 +209,8 @@ async def test_bad_turtle_is_bad_input_with_its_line_and_writes_nothing(
     broken = HAND_MADE.replace('skos:prefLabel "NLP" ;', 'skos:prefLabel "NLP" ', 1)
     with pytest.raises(BadUserInput) as caught:
         await vocabulary.skos.import_turtle(memory, broken, actor="test")
-    assert caught.value.extensions["line"] == 12
-    assert "line 12" in caught.value.message
+    assert caught.value.extensions["line"] == 13
+    assert "line 13" in caught.value.message
     assert await _concept_rows(db, memory) == 0
 
 

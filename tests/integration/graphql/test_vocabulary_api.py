@@ -354,3 +354,57 @@ async def test_collections_keep_their_members_order(gql: GraphQLCall, admin_toke
         {"prefLabel": "first"},
         {"prefLabel": "second"},
     ]
+
+
+TURTLE = """@prefix skos: <http://www.w3.org/2004/02/skos/core#> .
+@prefix ex: <https://example.org/t/> .
+ex:s a skos:ConceptScheme .
+ex:a a skos:Concept ; skos:inScheme ex:s ; skos:prefLabel "Alpha"@en, "Alfa"@pt .
+ex:b a skos:Concept ; skos:inScheme ex:s ; skos:prefLabel "Beta"@en ; skos:broader ex:a .
+"""
+
+IMPORT = """mutation($t: String!) {
+  importSkos(turtle: $t, schemeTitle: "Greek") { schemes { title uri } concepts labels relations }
+}"""
+
+
+async def test_skos_import_needs_admin_and_round_trips_through_export(
+    gql: GraphQLCall, admin_token: str
+) -> None:
+    assert error_codes(await gql(IMPORT, {"t": TURTLE})) == ["FORBIDDEN"]
+    bad = await gql(
+        IMPORT,
+        {"t": TURTLE.replace("skos:ConceptScheme .", "skos:ConceptScheme")},
+        token=admin_token,
+    )
+    assert error_codes(bad) == ["BAD_USER_INPUT"]
+    assert bad["errors"][0]["extensions"]["line"] == 4
+    data = await _ok(await gql(IMPORT, {"t": TURTLE}, token=admin_token))
+    assert data["importSkos"] == {
+        "schemes": [{"title": "https://example.org/t/s", "uri": "https://example.org/t/s"}],
+        "concepts": 2,
+        "labels": 3,
+        "relations": 1,
+    }
+    exported = (await _ok(await gql("{ exportSkos }")))["exportSkos"]
+    assert '"Alfa"@pt' in exported
+    assert "skos:narrower" in exported
+    again = await gql(IMPORT, {"t": exported}, token=admin_token)
+    assert error_codes(again) == ["CONFLICT"]
+
+
+async def test_vocabulary_health_reports_meta_tags_and_synonym_sprawl(gql: GraphQLCall) -> None:
+    note = await _note(gql, "Mixed bag")
+    await _ok(await _tag(gql, note, {"path": "To-Read"}, {"path": "ml/Neural Nets"},
+                         {"path": "neural-net"}))  # fmt: skip
+    data = await _ok(
+        await gql(
+            "{ vocabularyHealth { concepts metaTags synonymSprawl orphans "
+            "issues { kind labels } } }"
+        )
+    )
+    health = data["vocabularyHealth"]
+    assert (health["concepts"], health["metaTags"], health["synonymSprawl"]) == (4, 1, 1)
+    assert {"kind": "META_TAG", "labels": ["To-Read"]} in health["issues"]
+    assert {"kind": "SYNONYM_SPRAWL", "labels": ["Neural Nets", "neural-net"]} in health["issues"]
+    assert health["orphans"] == 0
