@@ -32,6 +32,11 @@ from fortemi.auth.local_issuer import LocalIssuer
 from fortemi.auth.policy import AccessDecisionEngine, PolicyService, build_policy_service
 from fortemi.auth.tokens import TokenValidator
 from fortemi.graph.links import LinkService, WikiLinkIndexer
+from fortemi.graph.tagging.jobs import ConceptTaggingEnqueuer, concept_tagging_type
+from fortemi.graph.tagging.models import TaggingSettings
+from fortemi.graph.tagging.related import related_concept_inference_type
+from fortemi.graph.vocabulary import VocabularyService
+from fortemi.graph.vocabulary.indexer import PathTagIndexer
 from fortemi.graphql.services import Services
 from fortemi.inference import InferenceBackend, build_backend
 from fortemi.platform.database import Database
@@ -87,6 +92,7 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
         timeout_seconds=settings.webhook_timeout_seconds,
         max_attempts=settings.webhook_max_attempts,
     )
+    tagging = TaggingSettings.from_settings(settings)
 
     def factory(db: Database) -> JobRegistry:
         notes = NoteService(
@@ -100,6 +106,13 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
         registry.register(purge_note_type(notes))
         registry.register(webhook_delivery_type(db, box, delivery))
         registry.register(embedding_job_type(db, embedder, chunking, tier=embedding_tier(embedder)))
+        # Without an event bus here: the tagging job publishes its concept events itself,
+        # through its job context, under the job's correlation id.
+        vocabulary = VocabularyService(db)
+        registry.register(concept_tagging_type(db, vocabulary, embedder, tagging))
+        registry.register(
+            related_concept_inference_type(db, vocabulary, floor=tagging.related_floor)
+        )
         return registry
 
     return factory
@@ -233,6 +246,7 @@ def _build_services(parts: _Parts) -> Services:
     wakeups = Wakeups(jobs, _built(parts.dispatcher, "dispatcher"))
     parts.wakeups = wakeups
     policies = _built(parts.policies, "policies")
+    vocabulary = VocabularyService(db, events=events)
     return Services(
         settings=settings,
         tokens=build_token_validator(settings, _built(parts.http, "http")),
@@ -248,6 +262,9 @@ def _build_services(parts: _Parts) -> Services:
             indexers=[
                 WikiLinkIndexer(events),
                 EmbeddingEnqueuer(jobs, wakeups.dispatch_all, tier=embedding_tier(backend)),
+                # Path tags (a/b/c) become the note's user concepts in its transaction.
+                PathTagIndexer(vocabulary, events),
+                ConceptTaggingEnqueuer(jobs, wakeups.dispatch_all),
             ],
         ),
         links=LinkService(db, max_links=settings.max_list_items),
@@ -261,6 +278,7 @@ def _build_services(parts: _Parts) -> Services:
             policy=TargetPolicy.from_cidrs(settings.webhook_allowed_networks),
         ),
         events=events,
+        vocabulary=vocabulary,
     )
 
 

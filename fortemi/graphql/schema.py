@@ -37,6 +37,7 @@ from fortemi.graphql.notes.types import Note
 from fortemi.graphql.policies import PolicyMutation, PolicyQuery
 from fortemi.graphql.principal import PrincipalQuery
 from fortemi.graphql.search import SearchQuery
+from fortemi.graphql.vocabulary import VocabularyMutation, VocabularyQuery
 from fortemi.graphql.webhooks import WebhookMutation, WebhookQuery
 from fortemi.platform.settings import Settings
 
@@ -54,11 +55,20 @@ Query = merge_types(
         WebhookQuery,
         AuditQuery,
         PolicyQuery,
+        VocabularyQuery,
     ),
 )
 Mutation = merge_types(
     "Mutation",
-    (MemoryMutation, NoteMutation, LinkMutation, JobMutation, WebhookMutation, PolicyMutation),
+    (
+        MemoryMutation,
+        NoteMutation,
+        LinkMutation,
+        JobMutation,
+        WebhookMutation,
+        PolicyMutation,
+        VocabularyMutation,
+    ),
 )
 Subscription = merge_types("Subscription", (EventSubscription, AuditSubscription))
 

@@ -11,6 +11,7 @@ import strawberry
 
 from fortemi.graphql.context import Info
 from fortemi.graphql.notes.types import Note
+from fortemi.graphql.vocabulary.filters import ConceptFilter, ConceptSets, concept_sets
 from fortemi.platform.errors import BadUserInput
 from fortemi.retrieval import search as model
 
@@ -44,6 +45,10 @@ class SearchFilter:
     created_before: datetime | None = None
     starred: bool | None = None
     archived: bool | None = None
+    concepts: ConceptFilter | None = strawberry.field(
+        default=None,
+        description="Concept conditions (AND, OR, NOT) with narrower concepts; one memory only",
+    )
 
 
 @strawberry.type(description="Why a hit ranks where it does")
@@ -90,10 +95,13 @@ class SearchIndexStatus:
     model: str | None = strawberry.field(description="The embedding model searched with")
 
 
-def _filter(given: SearchFilter | None) -> model.SearchFilter:
+def _filter(given: SearchFilter | None, sets: ConceptSets) -> model.SearchFilter:
     if given is None:
         return model.SearchFilter()
     return model.SearchFilter(
+        concepts_all=sets.all,
+        concepts_any=sets.any,
+        concepts_none=sets.none,
         required_tags=tuple(given.required_tags or ()),
         any_tags=tuple(given.any_tags or ()),
         excluded_tags=tuple(given.excluded_tags or ()),
@@ -114,6 +122,21 @@ async def _scopes(info: Info, memories: list[str] | None) -> list[model.Scope]:
     if not 1 <= len(memories) <= MAX_MEMORIES:
         raise BadUserInput(f"Give 1 to {MAX_MEMORIES} memories", field="memories")
     return [model.Scope(name, await context.visibility(name)) for name in dict.fromkeys(memories)]
+
+
+async def _concept_sets(
+    info: Info, scopes: list[model.Scope], given: SearchFilter | None
+) -> ConceptSets:
+    """The concept filter's sets; concepts belong to one memory, so a concept filter
+    searches one memory only."""
+    if given is None or given.concepts is None:
+        return ConceptSets()
+    if len(scopes) != 1:
+        raise BadUserInput(
+            "Concept filters name one memory's concepts; search one memory with them",
+            field="filter.concepts",
+        )
+    return await concept_sets(info, scopes[0].memory, given.concepts)
 
 
 def _hit(hit: model.Hit, *, explain: bool) -> SearchHit:
@@ -192,6 +215,7 @@ class SearchQuery:
     ) -> SearchResults:
         services = info.context.services
         scopes = await _scopes(info, memories)
+        sets = await _concept_sets(info, scopes, filter)
         outcome = await services.search.search(
             scopes,
             model.SearchRequest(
@@ -202,7 +226,7 @@ class SearchQuery:
                 k=k,
                 adaptive=adaptive_k,
                 limit=limit,
-                filter=_filter(filter),
+                filter=_filter(filter, sets),
                 ef_search=ef_search,
             ),
         )

@@ -15,6 +15,7 @@ from fortemi.auth.audit import AuditService
 from fortemi.auth.policy import PolicyService
 from fortemi.auth.tokens import TokenValidator
 from fortemi.graph.links import LinkService
+from fortemi.graph.vocabulary import VocabularyService
 from fortemi.platform.events import EventBus
 from fortemi.platform.jobs.models import Job
 from fortemi.platform.jobs.service import JobService
@@ -50,3 +51,4 @@ class Services:
     wakeups: JobWakeups
     webhooks: WebhookService
     events: EventBus
+    vocabulary: VocabularyService

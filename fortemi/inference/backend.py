@@ -9,9 +9,9 @@ cosine) and raises only :mod:`fortemi.inference.errors`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -51,6 +51,8 @@ class Generation:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     finish_reason: str | None = None  # "stop", "length", ... as the backend says
+    # The model declined to answer (OpenAI's ``message.refusal``); ``text`` is then empty.
+    refusal: str | None = None
 
 
 class InferenceBackend(Protocol):
@@ -91,8 +93,14 @@ class InferenceBackend(Protocol):
         system: str | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        json_schema: Mapping[str, Any] | None = None,
     ) -> Generation:
-        """A completion of ``prompt`` by the tier's model (or ``model``)."""
+        """A completion of ``prompt`` by the tier's model (or ``model``).
+
+        ``json_schema`` asks for structured output: the server constrains the answer to
+        JSON of that schema (Ollama's ``format``, OpenAI's ``response_format``). A server
+        may still answer otherwise (a refusal, an older model): callers validate.
+        """
         ...
 
     async def aclose(self) -> None: ...

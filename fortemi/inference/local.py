@@ -26,10 +26,11 @@ import logging
 import math
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -191,6 +192,7 @@ class LocalEmbeddingBackend:
         system: str | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        json_schema: Mapping[str, Any] | None = None,
     ) -> Generation:
         raise InferenceRejected(
             "the local backend only embeds; set OLLAMA_HOST (or FORTEMI_OPENAI_BASE_URL) "

@@ -15,7 +15,7 @@ Inputs longer than the server's context are truncated by Ollama (``truncate=True
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from typing import Any, TypeVar
 
 import httpx
@@ -103,6 +103,7 @@ class OllamaBackend(RemoteBackend):
         system: str | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        json_schema: Mapping[str, Any] | None = None,
     ) -> Generation:
         chosen = model or self._models[tier]
         options: dict[str, Any] = {}
@@ -114,6 +115,8 @@ class OllamaBackend(RemoteBackend):
         extra: dict[str, Any] = {"options": options} if options else {}
         if system is not None:
             extra["system"] = system
+        if json_schema is not None:
+            extra["format"] = dict(json_schema)  # Ollama's structured outputs (>= 0.5)
         response = await self._call(
             chosen, self._client.generate(model=chosen, prompt=prompt, stream=False, **extra)
         )

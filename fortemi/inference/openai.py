@@ -8,6 +8,7 @@ dimension is learnt from the first embedding (see :mod:`fortemi.inference._remot
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
@@ -100,6 +101,7 @@ class OpenAICompatibleBackend(RemoteBackend):
         system: str | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        json_schema: Mapping[str, Any] | None = None,
     ) -> Generation:
         chosen = model or self._generate_model  # one configured model serves both tiers
         messages = [{"role": "system", "content": system}] if system is not None else []
@@ -109,10 +111,19 @@ class OpenAICompatibleBackend(RemoteBackend):
             body["max_tokens"] = max_tokens
         if temperature is not None:
             body["temperature"] = temperature
+        if json_schema is not None:
+            # Structured outputs; not "strict": strict mode refuses schemas with bounds
+            # (minimum, maxItems, ...), which the caller validates anyway.
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": dict(json_schema)},
+            }
         data = await self._post("/chat/completions", body)
         try:
             choice = data["choices"][0]
-            text = choice["message"]["content"] or ""
+            message = choice["message"]
+            text = message["content"] or ""
+            refusal = message.get("refusal")
             usage = data.get("usage") or {}
             return Generation(
                 text=str(text),
@@ -120,6 +131,7 @@ class OpenAICompatibleBackend(RemoteBackend):
                 prompt_tokens=usage.get("prompt_tokens"),
                 completion_tokens=usage.get("completion_tokens"),
                 finish_reason=choice.get("finish_reason"),
+                refusal=str(refusal) if refusal else None,
             )
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise bad_response(self.name, "no choices[0].message.content") from exc

@@ -212,6 +212,20 @@ class Settings(BaseSettings):
         default=100, ge=0, le=5000, description="Characters repeated when a paragraph is split"
     )
 
+    # -- concept tagging (see fortemi/graph/tagging) --------------------------------------
+    tagging_label_similarity: float = Field(
+        default=0.35,
+        ge=0.0,
+        le=1.0,
+        description="Cosine to the note above which the CPU tier reuses an existing concept",
+    )
+    tagging_phrase_similarity: float = Field(
+        default=0.3, ge=0.0, le=1.0, description="Least cosine to the note of a new keyphrase"
+    )
+    tagging_related_floor: float = Field(
+        default=0.2, ge=0.0, le=1.0, description="Least confidence of an inferred related edge"
+    )
+
     # -- limits ------------------------------------------------------------------------
     max_note_bytes: int = Field(default=1_048_576, ge=1)
     max_request_bytes: int = Field(default=8 * 1_048_576, ge=1024)

@@ -46,6 +46,10 @@ class SearchFilter:
     created_before: Any = None
     starred: bool | None = None
     archived: bool | None = None
+    # Concept sets, each expanded to descendants by the caller (see NoteFilter).
+    concepts_all: tuple[frozenset[UUID], ...] = ()
+    concepts_any: frozenset[UUID] | None = None
+    concepts_none: frozenset[UUID] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

@@ -251,6 +251,9 @@ def _note_filter(given: SearchFilter) -> NoteFilter:
         created_before=given.created_before,
         starred=given.starred,
         archived=given.archived,
+        concepts_all=given.concepts_all,
+        concepts_any=given.concepts_any,
+        concepts_none=given.concepts_none,
     )
 
 

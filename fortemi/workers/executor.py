@@ -18,8 +18,9 @@ import contextlib
 import itertools
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from typing import Any
 from uuid import UUID
 
 from fortemi.platform.jobs.models import (
@@ -150,7 +151,7 @@ class JobExecutor:
             job=job,
             report_progress=lambda percent, message: self._progress(job, owner, percent, message),
             enqueue=self._enqueue,
-            escalate=lambda reason: self._escalate(job, reason),
+            escalate=lambda reason, carry=None: self._escalate(job, reason, carry),
             publish=lambda event: self._service.announce(job, event),
         )
 
@@ -248,7 +249,7 @@ class JobExecutor:
             await dispatch(self._service, self._dispatcher, [job])
         return job
 
-    async def _escalate(self, job: Job, reason: str) -> Job:
+    async def _escalate(self, job: Job, reason: str, carry: Mapping[str, Any] | None) -> Job:
         up = NEXT_TIER.get(job.tier)
         if up is None:
             raise ValueError(f"job {job.id} runs on {job.tier}, the top tier: no escalation")
@@ -261,6 +262,8 @@ class JobExecutor:
             "reason": reason,
             "path": [*prior.get("path", ()), job.tier.value],
         }
+        if carry is not None:
+            escalation["carried"] = dict(carry)
         return await self._enqueue(
             JobSpec(
                 type=job.type,

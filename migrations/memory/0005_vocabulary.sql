@@ -7,9 +7,12 @@ CREATE TABLE concept_scheme (
     uri          text UNIQUE,
     title        text NOT NULL CHECK (char_length(title) BETWEEN 1 AND 500),
     description  text,
+    -- The scheme path tags and tagging jobs create their concepts in (made on first use).
+    is_default   boolean NOT NULL DEFAULT false,
     created_at   timestamptz NOT NULL DEFAULT clock_timestamp(),
     created_by   text
 );
+CREATE UNIQUE INDEX concept_scheme_one_default ON concept_scheme (is_default) WHERE is_default;
 
 CREATE TABLE concept (
     id           uuid PRIMARY KEY,
@@ -41,6 +44,17 @@ CREATE TABLE concept_label (
 );
 CREATE UNIQUE INDEX concept_label_one_pref ON concept_label (concept_id, lang) WHERE kind = 'pref';
 CREATE INDEX concept_label_key_idx ON concept_label (key);
+
+-- Definitions and scope notes in a language. ``concept.definition`` and ``scope_note`` hold
+-- the language-neutral text; the texts a vocabulary gives per language live here, so a
+-- multilingual SKOS vocabulary round-trips without losing any of them.
+CREATE TABLE concept_note (
+    concept_id  uuid NOT NULL REFERENCES concept (id) ON DELETE CASCADE,
+    kind        text NOT NULL CHECK (kind IN ('definition', 'scope_note')),
+    lang        text NOT NULL CHECK (lang <> ''),
+    text        text NOT NULL CHECK (char_length(text) BETWEEN 1 AND 20000),
+    PRIMARY KEY (concept_id, kind, lang)
+);
 
 -- Semantic relations. ``broader`` is stored once (narrower is the same row read the other
 -- way, so the inverses cannot disagree); ``related`` is stored in both directions.

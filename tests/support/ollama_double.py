@@ -20,8 +20,11 @@ Failures are chosen by model name, so tests can run side by side on one server:
 any unknown name       404 "model ... not found, try pulling it first", as Ollama says
 =====================  ============================================================
 
-``requests`` records ``(path, json body)`` of every API call; ``dimensions`` maps each
-embedding model to its vector size and may be changed mid-test.
+``requests`` records ``(path, json body)`` of every API call (a structured-output request
+carries its JSON schema as ``format``); ``dimensions`` maps each embedding model to its
+vector size and may be changed mid-test. ``replies`` scripts what a generation model
+answers instead of the echo: model name → the response text (JSON, malformed JSON, a
+refusal in prose, as a real model might).
 """
 
 from __future__ import annotations
@@ -138,6 +141,7 @@ class OllamaDouble(ServedApp):
         )
         self.dimensions: dict[str, int] = {"nomic-embed-text": 768}
         self.generators = {"qwen3.5:9b", "qwen3.5:27b"}
+        self.replies: dict[str, str] = {}
 
     def __enter__(self) -> OllamaDouble:
         super().__enter__()
@@ -192,10 +196,13 @@ class OllamaDouble(ServedApp):
         model = body["model"]
         if (failure := await self._failure(model)) is not None:
             return failure
-        words = f"echo: {body.get('prompt', '')}".split()
-        limit = (body.get("options") or {}).get("num_predict")
-        cut = limit is not None and len(words) > limit
-        text = " ".join(words[:limit] if cut else words)
+        if model in self.replies:
+            text, cut = self.replies[model], False
+        else:
+            words = f"echo: {body.get('prompt', '')}".split()
+            limit = (body.get("options") or {}).get("num_predict")
+            cut = limit is not None and len(words) > limit
+            text = " ".join(words[:limit] if cut else words)
         return JSONResponse(
             {
                 "model": model,

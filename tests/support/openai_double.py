@@ -6,6 +6,10 @@ the failure model names of :data:`~tests.support.ollama_double.FAILURE_MODELS`, 
 (``{"error": {"message", "type", "code"}}``). With ``api_key`` set, any other bearer
 token gets 401. Embeddings come back in reverse input order, each with its ``index``,
 which the API allows and a client must honour.
+
+``replies`` scripts a model's answer text (model name → content) and ``refusals`` a
+refusal (model name → ``message.refusal``, with ``content`` null, as OpenAI answers a
+structured-output request it declines).
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ class OpenAIDouble(ServedApp):
         self.dimensions: dict[str, int] = {"text-embedding-3-small": 256}
         self.generators = {"gpt-4o-mini"}
         self.authorizations: list[str | None] = []
+        self.replies: dict[str, str] = {}
+        self.refusals: dict[str, str] = {}
 
     def __enter__(self) -> OpenAIDouble:
         super().__enter__()
@@ -96,10 +102,22 @@ class OpenAIDouble(ServedApp):
         if (refusal := await self._refusal(request, body)) is not None:
             return refusal
         prompt = " ".join(str(message["content"]) for message in body["messages"])
-        words = f"echo: {prompt}".split()
-        limit = body.get("max_tokens")
-        cut = limit is not None and len(words) > limit
-        text = " ".join(words[:limit] if cut else words)
+        model = body["model"]
+        declined = self.refusals.get(model)
+        text: str | None
+        if declined is not None:
+            text, cut = None, False
+        elif model in self.replies:
+            text, cut = self.replies[model], False
+        else:
+            words = f"echo: {prompt}".split()
+            limit = body.get("max_tokens")
+            cut = limit is not None and len(words) > limit
+            text = " ".join(words[:limit] if cut else words)
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if declined is not None:
+            message["refusal"] = declined
+        completion_tokens = len((text or declined or "").split())
         return JSONResponse(
             {
                 "id": "chatcmpl-double",
@@ -108,14 +126,14 @@ class OpenAIDouble(ServedApp):
                 "choices": [
                     {
                         "index": 0,
-                        "message": {"role": "assistant", "content": text},
+                        "message": message,
                         "finish_reason": "length" if cut else "stop",
                     }
                 ],
                 "usage": {
                     "prompt_tokens": len(prompt.split()),
-                    "completion_tokens": len(text.split()),
-                    "total_tokens": len(prompt.split()) + len(text.split()),
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": len(prompt.split()) + completion_tokens,
                 },
             }
         )

@@ -8,6 +8,7 @@ from typing import Any, cast
 import strawberry
 from strawberry.scalars import JSON
 
+from fortemi.graphql.vocabulary.filters import ConceptFilter
 from fortemi.platform import notes as model
 from fortemi.platform.errors import BadUserInput
 
@@ -72,6 +73,9 @@ class NoteFilterInput:
     created_before: datetime | None = None
     updated_after: datetime | None = None
     updated_before: datetime | None = None
+    concepts: ConceptFilter | None = strawberry.field(
+        default=None, description="Concept conditions (AND, OR, NOT), with narrower concepts"
+    )
 
     def to_model(self) -> model.NoteFilter:
         return model.NoteFilter(

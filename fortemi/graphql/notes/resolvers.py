@@ -30,6 +30,7 @@ from fortemi.graphql.notes.types import (
     NoteVersion,
     UpsertExternalNotesPayload,
 )
+from fortemi.graphql.vocabulary.filters import concept_sets
 from fortemi.platform.errors import Conflict, NotFound
 from fortemi.platform.events import Event
 from fortemi.platform.ids import from_global_id, parse_note_id
@@ -109,7 +110,14 @@ class NoteQuery:
             await context.authorize(
                 Action.READ, Resource.of_note(memory, note_filter.project, None)
             )
-        scoped = replace(note_filter, visibility=visible)
+        sets = await concept_sets(info, memory, filter.concepts if filter else None)
+        scoped = replace(
+            note_filter,
+            visibility=visible,
+            concepts_all=sets.all,
+            concepts_any=sets.any,
+            concepts_none=sets.none,
+        )
         service = context.services.notes
         page = await service.list(memory, first=first, after=after, filter=scoped)
 

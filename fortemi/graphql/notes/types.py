@@ -10,6 +10,7 @@ from strawberry.scalars import JSON
 
 from fortemi.graphql.context import Info
 from fortemi.graphql.pagination import Connection, Edge, PageInfo
+from fortemi.graphql.vocabulary.types import NoteConcept
 from fortemi.platform import notes as model
 from fortemi.platform.ids import parse_note_id, to_global_id
 
@@ -78,6 +79,16 @@ class Note(Node):
             memory, parse_note_id(self.id), visibility=visible, first=first
         )
         return linked_notes(found)
+
+    @strawberry.field(
+        description="Concepts attached beside the note (never part of its versions), "
+        "primary first, then by relevance"
+    )
+    async def concepts(self, info: Info) -> list[NoteConcept]:
+        note_id = parse_note_id(self.id)
+        memory = self.memory_name or await info.context.memory()
+        found = await info.context.services.vocabulary.note_concepts(memory, [note_id])
+        return [NoteConcept.from_model(c, memory) for c in found.get(note_id, [])]
 
     @classmethod
     def from_model(cls, note: model.Note, *, memory: str | None = None) -> Note:

@@ -65,8 +65,10 @@ def job_event(job: Job, type: str | None = None, *, actor: str | None = None) ->
         "nextAttemptAt": job.next_attempt_at.isoformat(),
         "dedupeKey": job.dedupe_key,
     }
-    if escalation is not None:
-        payload["escalation"] = escalation
+    if isinstance(escalation, dict):
+        # What a tier carried up is the handler's working data, derived from the content
+        # it works on (a note's concepts): events go to every reader of the memory's jobs.
+        payload["escalation"] = {k: v for k, v in escalation.items() if k != "carried"}
     if job.status is JobStatus.COMPLETED and job.result is not None:
         payload["result"] = job.result
     return Event(

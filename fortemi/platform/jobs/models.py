@@ -11,13 +11,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 from uuid import UUID
 
 from fortemi.platform.events import Event
 
 __all__ = [
     "NEXT_TIER",
+    "Escalate",
     "FailureClass",
     "HandlerContext",
     "Job",
@@ -128,6 +129,14 @@ class JobOutcome:
         )
 
 
+class Escalate(Protocol):
+    """``escalate(reason, carry=None)``: see :class:`HandlerContext`."""
+
+    def __call__(
+        self, reason: str, /, *, carry: Mapping[str, Any] | None = None
+    ) -> Awaitable[Job]: ...
+
+
 @dataclass
 class HandlerContext:
     """What a running handler may do besides its work: report progress (which also
@@ -143,13 +152,15 @@ class HandlerContext:
     of the job on the next tier (cpu → fast_gpu → standard_gpu) with
     ``payload["escalation"] = {origin, fromJob, fromTier, reason, path}``, and the handler
     then returns :meth:`JobOutcome.escalated`. Both jobs' events share the origin's
-    correlation id. ValueError from the top tier.
+    correlation id. ValueError from the top tier. ``carry`` (JSON) is what the tier hands
+    up besides the job's own payload, e.g. what it found so far: it lands in
+    ``payload["escalation"]["carried"]`` of the successor.
     """
 
     job: Job
     report_progress: Callable[[int, str | None], Awaitable[None]]
     enqueue: Callable[[JobSpec], Awaitable[Job]]
-    escalate: Callable[[str], Awaitable[Job]]
+    escalate: Escalate
     publish: Callable[[Event], Awaitable[None]]
 
 

@@ -174,6 +174,13 @@ class NoteFilter:
     updated_after: datetime | None = None
     updated_before: datetime | None = None
     visibility: NoteVisibility | None = None  # None: every note (no caller scope applies)
+    # Concept filters (the graph's vocabulary), each concept already expanded by the caller
+    # to itself and its narrower concepts: the note carries one concept of every set of
+    # ``concepts_all``, one of ``concepts_any`` (None: no condition; empty: nothing), and
+    # none of ``concepts_none``.
+    concepts_all: tuple[frozenset[UUID], ...] = ()
+    concepts_any: frozenset[UUID] | None = None
+    concepts_none: frozenset[UUID] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

@@ -255,7 +255,26 @@ def note_filter_where(note_filter: NoteFilter, where: Where) -> Where:
             where.add(f"{column} {op} {{0}}::timestamptz", value)
     if f.visibility is not None:
         _visible(where, f.visibility)
+    _concepts(where, f)
     return where
+
+
+# ``note_concept`` is the graph's table, named here (platform imports nothing of ``graph``)
+# because its filters must be SQL predicates applied before ranking and LIMIT, like the tag
+# filters, and the caller has already expanded each concept to its descendants.
+_HAS_CONCEPT = (
+    "EXISTS (SELECT 1 FROM note_concept nc WHERE nc.note_id = note.id"
+    " AND nc.concept_id = ANY({0}::uuid[]))"
+)
+
+
+def _concepts(where: Where, f: NoteFilter) -> None:
+    for required in f.concepts_all:
+        where.add(_HAS_CONCEPT, sorted(required))
+    if f.concepts_any is not None:
+        where.add(_HAS_CONCEPT, sorted(f.concepts_any))
+    if f.concepts_none:
+        where.add("NOT " + _HAS_CONCEPT, sorted(f.concepts_none))
 
 
 def _visible(where: Where, visibility: NoteVisibility) -> None:

@@ -125,6 +125,31 @@ async def test_generate_passes_system_prompt_token_limit_and_temperature(
     assert body["options"] == {"num_predict": 2, "temperature": 0.2}
 
 
+SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+
+
+async def test_generate_asks_for_structured_output_with_the_schema_as_format(
+    backend: OllamaBackend, ollama_double: OllamaDouble
+) -> None:
+    ollama_double.replies["qwen3.5:9b"] = '{"answer": "blue"}'
+    try:
+        result = await backend.generate("why is the sky blue", json_schema=SCHEMA)
+    finally:
+        del ollama_double.replies["qwen3.5:9b"]
+    assert result.text == '{"answer": "blue"}'
+    assert result.refusal is None
+    ((_, body),) = ollama_double.requests
+    assert body["format"] == SCHEMA
+
+
+async def test_generate_without_a_schema_sends_no_format(
+    backend: OllamaBackend, ollama_double: OllamaDouble
+) -> None:
+    await backend.generate("why is the sky blue")
+    ((_, body),) = ollama_double.requests
+    assert "format" not in body
+
+
 @pytest.mark.parametrize("operation", OPERATIONS)
 async def test_429_is_rate_limited_with_the_servers_retry_after(
     backend: OllamaBackend, operation: Operation

@@ -105,6 +105,36 @@ async def test_generate_sends_system_and_user_messages_with_limits(
     assert (body["max_tokens"], body["temperature"], body["stream"]) == (3, 0.0, False)
 
 
+SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+
+
+async def test_generate_asks_for_structured_output_as_a_json_schema_response_format(
+    backend: OpenAICompatibleBackend, openai_double: OpenAIDouble
+) -> None:
+    openai_double.replies["gpt-4o-mini"] = '{"answer": "blue"}'
+    try:
+        result = await backend.generate("why is the sky blue", json_schema=SCHEMA)
+    finally:
+        del openai_double.replies["gpt-4o-mini"]
+    assert (result.text, result.refusal) == ('{"answer": "blue"}', None)
+    ((_, body),) = openai_double.requests
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "answer", "schema": SCHEMA},
+    }
+
+
+async def test_a_refusal_comes_back_as_refusal_with_empty_text(
+    backend: OpenAICompatibleBackend, openai_double: OpenAIDouble
+) -> None:
+    openai_double.refusals["gpt-4o-mini"] = "I can't help with that."
+    try:
+        result = await backend.generate("why is the sky blue", json_schema=SCHEMA)
+    finally:
+        del openai_double.refusals["gpt-4o-mini"]
+    assert (result.text, result.refusal) == ("", "I can't help with that.")
+
+
 async def test_a_wrong_api_key_fails_for_good(openai_double: OpenAIDouble) -> None:
     backend = OpenAICompatibleBackend(openai_double.url, api_key="sk-wrong")
     try:

@@ -92,7 +92,7 @@ async def run_embedding(job_type: JobType, memory: str, note_id: UUID) -> JobOut
     async def progress(percent: int, message: str | None) -> None:
         return None
 
-    async def refuse(*_: Any) -> Job:
+    async def refuse(*_: Any, **__: Any) -> Job:
         raise AssertionError("the Embedding job enqueues nothing")
 
     async def no_events(event: Event) -> None:

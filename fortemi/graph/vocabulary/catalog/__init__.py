@@ -1,0 +1,1 @@
+"""Vocabulary governance: schemes, concepts, labels, relations and collections."""
