@@ -31,6 +31,7 @@ from fortemi.auth.audit import AuditKeyring, AuditService, AuditWriter
 from fortemi.auth.local_issuer import LocalIssuer
 from fortemi.auth.policy import AccessDecisionEngine, PolicyService, build_policy_service
 from fortemi.auth.tokens import TokenValidator
+from fortemi.graph.traversal import TraversalService
 from fortemi.graphql.services import Services
 from fortemi.inference import InferenceBackend, build_backend
 from fortemi.platform.database import Database
@@ -247,6 +248,7 @@ def _build_services(parts: _Parts) -> Services:
             indexers=[EmbeddingEnqueuer(jobs, wakeups.dispatch_all, tier=embedding_tier(backend))],
         ),
         search=SearchService(db, backend),
+        traversal=TraversalService(db, gamma=settings.graph_score_gamma),
         jobs=jobs,
         wakeups=wakeups,
         webhooks=WebhookService(

@@ -27,6 +27,7 @@ from strawberry.types.execution import PreExecutionError
 from fortemi.graphql.audit import AuditQuery, AuditSubscription
 from fortemi.graphql.errors import VariableValuesError, render_errors
 from fortemi.graphql.events import EventSubscription
+from fortemi.graphql.graph import GraphQuery
 from fortemi.graphql.jobs import JobMutation, JobQuery
 from fortemi.graphql.limits import QueryLimits, operation_limits_rule, oversized_variables
 from fortemi.graphql.memories import MemoryMutation, MemoryQuery
@@ -48,6 +49,7 @@ Query = merge_types(
         MemoryQuery,
         NoteQuery,
         SearchQuery,
+        GraphQuery,
         JobQuery,
         WebhookQuery,
         AuditQuery,
