@@ -18,6 +18,7 @@ import strawberry
 
 from fortemi.graph import traversal as model
 from fortemi.graphql.context import Info
+from fortemi.graphql.flat import flat
 from fortemi.platform.ids import parse_note_id, to_global_id
 
 __all__ = ["GraphQuery"]
@@ -30,6 +31,7 @@ class GraphEdgeType(Enum):
     WIKI = "wiki"
 
 
+@flat
 @strawberry.type(description="A note in a neighbourhood")
 class GraphNode:
     id: strawberry.ID = strawberry.field(description="The note's global id")
@@ -49,6 +51,7 @@ class GraphNode:
     )
 
 
+@flat
 @strawberry.type(
     description="A link between two returned notes: one per pair and kind; a pair linked "
     "both ways is one bidirectional edge in its stronger direction"

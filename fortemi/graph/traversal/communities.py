@@ -5,10 +5,11 @@ run: a neighbourhood shows how *its* notes group, they are all readable by the c
 memory-wide community could be named after notes the caller may not see), and the answer
 never waits for maintenance.
 
-* Louvain (networkx ``louvain_communities``, resolution 1.0, fixed seed) on an undirected
-  graph whose weight for a pair is its strongest edge's score, floored at 1e-6 so a
-  zero-score explicit link still binds its ends. Nodes and edges are added in the response's
-  order, so the same sub-graph always gives the same partition.
+* Louvain (:mod:`.louvain`, resolution 1.0: networkx's costs more than the request's whole
+  budget at this size) on an undirected graph whose weight for a pair is its strongest
+  edge's score, floored at 1e-6 so a zero-score explicit link still binds its ends. Nodes
+  are visited in the response's order, so the same sub-graph always gives the same
+  partition.
 * Ids: communities ordered by size (largest first), then by their earliest node in the
   response (the start's comes first among equals); 0, 1, 2...
 * Label: the concept most notes of the community carry (ties: the smaller concept id), by
@@ -26,13 +27,11 @@ from collections.abc import Sequence
 from typing import Protocol
 from uuid import UUID
 
-import networkx as nx
-
+from fortemi.graph.traversal.louvain import louvain
 from fortemi.graph.traversal.models import GraphEdge, GraphNode
 
-__all__ = ["LOUVAIN_SEED", "ConceptLabels", "assign_communities", "partition"]
+__all__ = ["ConceptLabels", "assign_communities", "partition"]
 
-LOUVAIN_SEED = 12
 _MIN_WEIGHT = 1e-6
 
 
@@ -50,25 +49,32 @@ def partition(
     node_ids: Sequence[UUID], edges: Sequence[GraphEdge]
 ) -> tuple[dict[UUID, int], dict[UUID, float]]:
     """Each node's community id and confidence (see the module's docstring)."""
-    graph: nx.Graph[UUID] = nx.Graph()
-    graph.add_nodes_from(node_ids)
+    index = {node: i for i, node in enumerate(node_ids)}
+    weights: dict[tuple[int, int], float] = {}
     for edge in edges:
-        weight = max(edge.score, _MIN_WEIGHT)
-        held = graph.get_edge_data(edge.source, edge.target)
-        if held is None or held["weight"] < weight:
-            graph.add_edge(edge.source, edge.target, weight=weight)
-    found = nx.community.louvain_communities(graph, weight="weight", seed=LOUVAIN_SEED)
-    position = {node: i for i, node in enumerate(node_ids)}
-    ordered = sorted(found, key=lambda c: (-len(c), min(position[n] for n in c)))
-    community = {node: i for i, members in enumerate(ordered) for node in members}
-    confidence: dict[UUID, float] = {}
-    for node in node_ids:
-        total = inside = 0.0
-        for other, data in graph[node].items():
-            total += data["weight"]
-            if community[other] == community[node]:
-                inside += data["weight"]
-        confidence[node] = 1.0 if total == 0 else inside / total
+        a, b = index[edge.source], index[edge.target]
+        pair = (a, b) if a < b else (b, a)
+        weights[pair] = max(weights.get(pair, 0.0), edge.score, _MIN_WEIGHT)
+    found = louvain(len(node_ids), [(a, b, w) for (a, b), w in weights.items()])
+    size = Counter(found)
+    # louvain numbers communities by first node; order them by size, then first node.
+    first: dict[int, int] = {}
+    for i, c in enumerate(found):
+        first.setdefault(c, i)
+    ranked = sorted(size, key=lambda c: (-size[c], first[c]))
+    renumber = {c: rank for rank, c in enumerate(ranked)}
+    total = [0.0] * len(node_ids)
+    inside = [0.0] * len(node_ids)
+    for (a, b), weight in weights.items():
+        total[a] += weight
+        total[b] += weight
+        if found[a] == found[b]:
+            inside[a] += weight
+            inside[b] += weight
+    community = {node: renumber[found[i]] for i, node in enumerate(node_ids)}
+    confidence = {
+        node: 1.0 if total[i] == 0 else inside[i] / total[i] for i, node in enumerate(node_ids)
+    }
     return community, confidence
 
 

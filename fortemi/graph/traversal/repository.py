@@ -48,7 +48,14 @@ from fortemi.platform.notes.models import NoteFilter, NoteVisibility
 from fortemi.platform.notes.repository import note_filter_where
 from fortemi.platform.sql import Query, Where
 
-__all__ = ["LinkRow", "TraversalRepository", "WalkNode", "WalkResult", "walk_statement"]
+__all__ = [
+    "LinkRow",
+    "TraversalRepository",
+    "WalkNode",
+    "WalkResult",
+    "edges_statement",
+    "walk_statement",
+]
 
 # Min and max of the memory's semantic scores; span NULL when they are equal (all 1.0).
 _BOUNDS = """
@@ -248,6 +255,13 @@ def walk_statement(
     )
 
 
+def edges_statement(
+    ids: Sequence[UUID], *, min_score: float, gamma: float
+) -> tuple[str, tuple[Any, ...]]:
+    """The edges statement's SQL and arguments (the benchmark runs it raw)."""
+    return _EDGES.sql, _EDGES.args(ids=list(ids), min_score=min_score, gamma=gamma)
+
+
 class TraversalRepository:
     async def walk(
         self,
@@ -297,7 +311,7 @@ class TraversalRepository:
         self, conn: Connection, ids: Sequence[UUID], *, min_score: float, gamma: float
     ) -> list[LinkRow]:
         """The traversable links among ``ids`` scoring at least ``min_score``."""
-        args = _EDGES.args(ids=list(ids), min_score=min_score, gamma=gamma)
+        sql, args = edges_statement(ids, min_score=min_score, gamma=gamma)
         return [
             LinkRow(
                 source=row["source_id"],
@@ -309,7 +323,7 @@ class TraversalRepository:
                 model=row["model"],
                 computed_at=row["computed_at"],
             )
-            for row in await conn.fetch(_EDGES.sql, *args)
+            for row in await conn.fetch(sql, *args)
         ]
 
     async def kept_pairs(

@@ -46,17 +46,19 @@ def merge_links(rows: Sequence[LinkRow]) -> list[GraphEdge]:
     """One edge per (unordered pair, kind); a pair linked both ways is ``bidirectional`` and
     reported in its stronger direction (ties: the smaller source id). Ordered by the pair,
     then kind, so the response is deterministic."""
-    best: dict[tuple[UUID, UUID, str], LinkRow] = {}
-    both: set[tuple[UUID, UUID, str]] = set()
+    best: dict[tuple[int, int, str], LinkRow] = {}
+    both: set[tuple[int, int, str]] = set()
     for row in rows:
-        key = (min(row.source, row.target), max(row.source, row.target), row.kind)
+        # UUIDs compare in Python code; their ints compare in C, and order the same way.
+        s, t = row.source.int, row.target.int
+        key = (s, t, row.kind) if s < t else (t, s, row.kind)
         held = best.get(key)
         if held is None:
             best[key] = row
             continue
         if held.source != row.source:
             both.add(key)
-        if (row.score, -row.source.int) > (held.score, -held.source.int):
+        if (row.score, -s) > (held.score, -held.source.int):
             best[key] = row
     return [
         GraphEdge(
