@@ -32,6 +32,7 @@ from fortemi.auth.local_issuer import LocalIssuer
 from fortemi.auth.policy import AccessDecisionEngine, PolicyService, build_policy_service
 from fortemi.auth.tokens import TokenValidator
 from fortemi.graph.traversal import TraversalService
+from fortemi.graph.vocabulary import VocabularyService
 from fortemi.graphql.services import Services
 from fortemi.inference import InferenceBackend, build_backend
 from fortemi.platform.database import Database
@@ -248,7 +249,9 @@ def _build_services(parts: _Parts) -> Services:
             indexers=[EmbeddingEnqueuer(jobs, wakeups.dispatch_all, tier=embedding_tier(backend))],
         ),
         search=SearchService(db, backend),
-        traversal=TraversalService(db, gamma=settings.graph_score_gamma),
+        traversal=TraversalService(
+            db, gamma=settings.graph_score_gamma, concepts=VocabularyService(db)
+        ),
         jobs=jobs,
         wakeups=wakeups,
         webhooks=WebhookService(
