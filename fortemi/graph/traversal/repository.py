@@ -106,13 +106,40 @@ def _neighbours(ids: str) -> str:
     )
 
 
-# Fixed fragments only: the statements are composed at import from the constants above.
-_WALK = Query(
-    "".join(
-        (
-            "WITH RECURSIVE",
-            _BOUNDS,
-            """,
+# The new nodes of a level, one row each: (other, best, edges), ``edges`` counting the
+# (frontier node, kind) links into it. With k, each frontier node's k strongest neighbours
+# are ranked among all its readable ones, seen or not, before the seen are dropped.
+_RANKED_CANDIDATES = """
+SELECT k.other, max(k.best) AS best, sum(k.kinds)::int AS edges
+FROM ({neighbours}) AS k
+LEFT JOIN unnest(w.seen) AS s(id) ON s.id = k.other
+WHERE s.id IS NULL
+GROUP BY k.other
+""".replace("{neighbours}", _neighbours("w.frontier"))
+
+# Without k nothing needs ranking per frontier node, so the seen are dropped first and
+# readability is checked once per new node rather than once per link.
+_ALL_CANDIDATES = """
+SELECT g.other, g.best, g.edges FROM (
+    SELECT a.other, max(a.s) AS best, count(DISTINCT (a.f, a.kind))::int AS edges
+    FROM (
+        SELECT l.source_id AS f, l.target_id AS other, l.kind, {norm} AS s
+        FROM note_link l CROSS JOIN bounds b
+        WHERE l.source_id = ANY(w.frontier) AND {traversable}
+        UNION ALL
+        SELECT l.target_id, l.source_id, l.kind, {norm}
+        FROM note_link l CROSS JOIN bounds b
+        WHERE l.target_id = ANY(w.frontier) AND {traversable}
+    ) AS a
+    LEFT JOIN unnest(w.seen) AS s(id) ON s.id = a.other
+    WHERE s.id IS NULL AND a.s >= :min_score::float8
+    GROUP BY a.other
+) AS g
+JOIN note ON note.id = g.other
+WHERE {visible}
+""".replace("{norm}", _NORMALISED).replace("{traversable}", _TRAVERSABLE)
+
+_WALK_TEMPLATE = """,
 walk (depth, frontier, seen, found, cut, cut_edges) AS (
     SELECT 0, ARRAY[note.id], ARRAY[note.id], 1, false, 0
     FROM note WHERE note.id = :start::uuid AND {visible}
@@ -131,15 +158,7 @@ walk (depth, frontier, seen, found, cut, cut_edges) AS (
             FROM (
                 SELECT g.other, g.edges,
                        row_number() OVER (ORDER BY g.best DESC, g.other) AS pos
-                FROM (
-                    SELECT k.other, max(k.best) AS best, sum(k.kinds)::int AS edges
-                    FROM (""",
-            _neighbours("w.frontier"),
-            """) AS k
-                    LEFT JOIN unnest(w.seen) AS s(id) ON s.id = k.other
-                    WHERE s.id IS NULL
-                    GROUP BY k.other
-                ) AS g
+                FROM ({candidates}) AS g
             ) AS n
         ) AS c
     ) AS nx
@@ -153,10 +172,18 @@ CROSS JOIN LATERAL unnest(w.frontier) WITH ORDINALITY AS u(id, ord)
 JOIN note ON note.id = u.id
 CROSS JOIN last
 ORDER BY w.depth, u.ord
-""",
-        )
+"""
+
+
+def _walk(candidates: str) -> Query:
+    # Fixed fragments only: the statements are composed at import from the constants above.
+    return Query(
+        "".join(("WITH RECURSIVE", _BOUNDS, _WALK_TEMPLATE)).replace("{candidates}", candidates)
     )
-)
+
+
+_WALK = _walk(_RANKED_CANDIDATES)
+_WALK_ALL = _walk(_ALL_CANDIDATES)
 
 _EDGES = Query(
     "".join(
@@ -243,16 +270,16 @@ def walk_statement(
     visibility: NoteVisibility | None,
 ) -> tuple[str, list[Any]]:
     """The walk's SQL and arguments (the benchmark runs it raw, beside the API)."""
-    return _bound(
-        _WALK,
-        visibility,
-        start=start,
-        depth=depth,
-        max_nodes=max_nodes,
-        min_score=min_score,
-        k=max_edges_per_node,
-        gamma=gamma,
-    )
+    values = {
+        "start": start,
+        "depth": depth,
+        "max_nodes": max_nodes,
+        "min_score": min_score,
+        "gamma": gamma,
+    }
+    if max_edges_per_node is None:
+        return _bound(_WALK_ALL, visibility, **values)
+    return _bound(_WALK, visibility, k=max_edges_per_node, **values)
 
 
 def edges_statement(
