@@ -17,14 +17,20 @@ which reports the error as usual. The tests compare both paths on the same docum
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from graphql import (
+    GraphQLBoolean,
+    GraphQLFloat,
+    GraphQLID,
+    GraphQLInt,
     GraphQLList,
     GraphQLNonNull,
     GraphQLObjectType,
+    GraphQLString,
     Undefined,
     is_leaf_type,
 )
@@ -50,6 +56,33 @@ class _Leaf:
     coerce: Callable[[Any], Any]
     non_null: bool
     is_list: bool
+    # The Python type the built-in scalar returns unchanged (str for String and ID, bool,
+    # int within 32 bits, finite float): such a value skips the coercion call.
+    exact: type | None = None
+
+
+_EXACT: dict[str, type] = {
+    GraphQLString.name: str,
+    GraphQLID.name: str,
+    GraphQLBoolean.name: bool,
+    GraphQLInt.name: int,
+    GraphQLFloat.name: float,
+}
+_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
+# graphql-core's own scalar objects: a schema may define its own scalar under a built-in's
+# name only by replacing it, and then its coercion is the one to call.
+_BUILTIN = (GraphQLString, GraphQLID, GraphQLBoolean, GraphQLInt, GraphQLFloat)
+
+
+def _unchanged(leaf: _Leaf, value: Any) -> bool:
+    kind = type(value)
+    if kind is not leaf.exact:
+        return False
+    if kind is int:
+        return bool(_INT_MIN <= value <= _INT_MAX)
+    if kind is float:
+        return math.isfinite(value)
+    return True
 
 
 def _leaf(field: Any) -> _Leaf | None:
@@ -67,7 +100,9 @@ def _leaf(field: Any) -> _Leaf | None:
         kind, is_list = kind.of_type.of_type, True
     if not is_leaf_type(kind):
         return None
-    return _Leaf(definition.python_name, kind.coerce_output_value, non_null, is_list)
+    builtin = kind in _BUILTIN
+    exact = _EXACT.get(kind.name) if builtin else None
+    return _Leaf(definition.python_name, kind.coerce_output_value, non_null, is_list, exact)
 
 
 def flat_plan(return_type: GraphQLObjectType) -> Mapping[str, _Leaf] | None:
@@ -123,6 +158,8 @@ def _complete(selection: _Selection, type_name: str, source: Any) -> dict[str, A
             coerced: Any = [leaf.coerce(item) for item in value]
             if any(item is None or item is Undefined for item in coerced):
                 return None
+        elif _unchanged(leaf, value):
+            coerced = value
         else:
             coerced = leaf.coerce(value)
             if coerced is None or coerced is Undefined:

@@ -106,6 +106,9 @@ class NoteGraph:
     meta: GraphMeta
 
 
+_EDGE_TYPES = {kind: GraphEdgeType(kind.value) for kind in model.EdgeKind}
+
+
 def _node(node: model.GraphNode) -> GraphNode:
     return GraphNode(
         id=strawberry.ID(to_global_id("Note", node.id)),
@@ -126,7 +129,7 @@ def _edge(edge: model.GraphEdge) -> GraphEdge:
     return GraphEdge(
         source=strawberry.ID(to_global_id("Note", edge.source)),
         target=strawberry.ID(to_global_id("Note", edge.target)),
-        edge_type=GraphEdgeType(edge.kind.value),
+        edge_type=_EDGE_TYPES[edge.kind],
         score=edge.score,
         rank=edge.rank,
         embedding_set=edge.set_id,

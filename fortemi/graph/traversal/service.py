@@ -42,6 +42,9 @@ from fortemi.platform.notes.models import NoteVisibility
 __all__ = ["TraversalService", "merge_links"]
 
 
+_KINDS = {kind.value: kind for kind in EdgeKind}
+
+
 def merge_links(rows: Sequence[LinkRow]) -> list[GraphEdge]:
     """One edge per (unordered pair, kind); a pair linked both ways is ``bidirectional`` and
     reported in its stronger direction (ties: the smaller source id). Ordered by the pair,
@@ -64,7 +67,7 @@ def merge_links(rows: Sequence[LinkRow]) -> list[GraphEdge]:
         GraphEdge(
             source=row.source,
             target=row.target,
-            kind=EdgeKind(row.kind),
+            kind=_KINDS[row.kind],
             score=row.score,
             rank=row.rank,
             set_id=row.set_id,

@@ -99,3 +99,25 @@ def test_only_registered_types_of_plain_leaf_fields_take_the_fast_path() -> None
     box = schema.get_type("Box")
     assert flat_plan(dot) is not None  # type: ignore[arg-type]
     assert flat_plan(box) is None  # type: ignore[arg-type]
+
+
+def test_built_in_scalars_skip_coercion_only_for_values_they_return_unchanged() -> None:
+    fast, _ = _schemas(Box(dots=[], first=_dot(1)))
+    plan = flat_plan(fast._schema.get_type("Dot"))  # type: ignore[arg-type]
+    assert plan is not None
+    assert plan["name"].exact is str
+    assert plan["size"].exact is int
+    assert plan["seenAt"].exact is None  # DateTime is coerced (isoformat)
+    assert plan["colour"].exact is None  # enums map values to names
+
+
+async def test_values_a_built_in_scalar_refuses_give_the_ordinary_error() -> None:
+    big = _dot(1)
+    big.size = 2**40
+    fast, ordinary = _schemas(Box(dots=[big], first=_dot(2)))
+    document = "{ box { dots { id size } } }"
+    expected = await ordinary.execute(document)
+    got = await fast.execute(document)
+    assert expected.errors is not None
+    assert got.errors is not None
+    assert [e.message for e in got.errors] == [e.message for e in expected.errors]
