@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 from enum import Enum
 from typing import Annotated
+from uuid import UUID
 
 import strawberry
 
@@ -109,9 +110,9 @@ class NoteGraph:
 _EDGE_TYPES = {kind: GraphEdgeType(kind.value) for kind in model.EdgeKind}
 
 
-def _node(node: model.GraphNode) -> GraphNode:
+def _node(node: model.GraphNode, gid: str) -> GraphNode:
     return GraphNode(
-        id=strawberry.ID(to_global_id("Note", node.id)),
+        id=strawberry.ID(gid),
         title=node.title,
         depth=node.depth,
         archived=node.archived,
@@ -125,10 +126,10 @@ def _node(node: model.GraphNode) -> GraphNode:
     )
 
 
-def _edge(edge: model.GraphEdge) -> GraphEdge:
+def _edge(edge: model.GraphEdge, gids: dict[UUID, str]) -> GraphEdge:
     return GraphEdge(
-        source=strawberry.ID(to_global_id("Note", edge.source)),
-        target=strawberry.ID(to_global_id("Note", edge.target)),
+        source=strawberry.ID(gids[edge.source]),
+        target=strawberry.ID(gids[edge.target]),
         edge_type=_EDGE_TYPES[edge.kind],
         score=edge.score,
         rank=edge.rank,
@@ -191,9 +192,11 @@ class GraphQuery:
             ),
             visibility=visibility,
         )
+        # Every edge joins two returned nodes: each global id is encoded once.
+        gids = {node.id: to_global_id("Note", node.id) for node in found.nodes}
         return NoteGraph(
             graph_version=found.version,
-            nodes=[_node(node) for node in found.nodes],
-            edges=[_edge(edge) for edge in found.edges],
+            nodes=[_node(node, gids[node.id]) for node in found.nodes],
+            edges=[_edge(edge, gids) for edge in found.edges],
             meta=_meta(found.meta),
         )

@@ -35,6 +35,7 @@ def _one_level(
     if two_m <= 0:
         return community, False
     total = degree[:]  # the sum of degrees in each community
+    pairs = [list(neighbours.items()) for neighbours in adjacency]
     moved_any, moved = False, True
     while moved:
         moved = False
@@ -42,7 +43,7 @@ def _one_level(
             k = degree[node]
             own = community[node]
             links: dict[int, float] = {}
-            for other, weight in adjacency[node].items():
+            for other, weight in pairs[node]:
                 c = community[other]
                 links[c] = links.get(c, 0.0) + weight
             total[own] -= k
