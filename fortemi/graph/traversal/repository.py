@@ -16,11 +16,13 @@ than one row per path is what keeps it bounded: a recursive CTE only sees the pr
 iteration's rows, so a row-per-node walk cannot tell a node reached before from a new one
 and re-expands every path (``degree ** depth`` rows). Per level, in one lateral subquery:
 
-1. the frontier's traversable links to readable, live notes (the caller's visibility
-   predicate is in the join, so unreadable notes are never expanded nor counted);
-2. with ``maxEdgesPerNode = k``, each frontier node keeps its k strongest neighbours
-   (a pair ranks by its strongest link; ties by id);
-3. neighbours already seen are dropped (a hash anti-join on ``seen``);
+1. the frontier's traversable links, both directions;
+2. neighbours already seen are dropped (a hash anti-join on ``seen``), and the rest must
+   be readable, live notes (the caller's visibility predicate is in the join, so
+   unreadable notes are never expanded nor counted); with ``maxEdgesPerNode = k`` each
+   frontier node first keeps its k strongest readable neighbours, seen or not (a pair
+   ranks by its strongest link; ties by id), so readability is checked per link there;
+3. each new node's strongest link from the frontier is its score at this level;
 4. the new nodes are ordered by their strongest link from the frontier, then id, and only
    as many as ``maxNodes`` leaves room for are kept. That is the cap: at most ``maxNodes``
    nodes are ever expanded, however dense the graph.
@@ -33,6 +35,12 @@ lower bound otherwise), and the edges from the frontier into the nodes left out.
 **Edges** (:data:`_EDGES`) are the traversable links among the returned nodes, read in a
 second statement of the same transaction; with ``k``, :data:`_KEPT_PAIRS` says which pairs
 are among the k strongest of either end.
+
+Both statements read ``note_link`` rows from the heap after each index probe; most of
+their time at 10k notes is those reads. Covering indexes (``(source_id) INCLUDE (target_id,
+kind, score, pruned, rank, set_id, model, computed_at)`` and ``(target_id) INCLUDE
+(source_id, kind, score, pruned)``) would make them index-only; they belong to the links
+migration.
 """
 
 from __future__ import annotations
