@@ -308,3 +308,31 @@ async def test_communities_are_computed_on_the_returned_sub_graph(
     # Cut at one triangle, the sub-graph is one community.
     small = await _graph(gql, a2, depth=1)
     assert {n["community"] for n in small["nodes"]} == {0}
+
+
+async def test_links_outside_either_ends_strongest_are_dropped_and_explained(
+    gql: GraphQLCall, runtime: Runtime, memory: str
+) -> None:
+    a, b, c, e, f = await add_notes(runtime.notes, memory, ["a", "b", "c", "e", "f"])
+    await add_links(
+        runtime.db,
+        memory,
+        [
+            Link(a, b, "explicit", 0.9),
+            Link(a, c, "explicit", 0.8),
+            Link(b, e, "explicit", 0.85),
+            Link(c, f, "explicit", 0.85),
+            Link(b, c, "explicit", 0.1),  # neither b's nor c's two strongest
+        ],
+    )
+    graph = await _graph(gql, a, k=2)
+    assert _titles(graph) == ["a", "b", "c", "e", "f"]
+    pairs = {frozenset((x["source"], x["target"])) for x in graph["edges"]}
+    assert frozenset((gid(b), gid(c))) not in pairs
+    assert len(pairs) == 4
+    meta = graph["meta"]
+    assert (meta["totalEdges"], meta["truncatedEdges"]) == (5, 1)
+    assert meta["truncationReasons"] == [
+        "max_edges_per_node limit: 4 of 5 edges among the returned nodes kept "
+        "(each node's 2 strongest neighbours)"
+    ]
