@@ -326,7 +326,9 @@ async def test_links_outside_either_ends_strongest_are_dropped_and_explained(
         ],
     )
     graph = await _graph(gql, a, k=2)
-    assert _titles(graph) == ["a", "b", "c", "e", "f"]
+    titles = _titles(graph)
+    assert titles[:3] == ["a", "b", "c"]
+    assert sorted(titles[3:]) == ["e", "f"]  # equal scores: their ids order them
     pairs = {frozenset((x["source"], x["target"])) for x in graph["edges"]}
     assert frozenset((gid(b), gid(c))) not in pairs
     assert len(pairs) == 4
