@@ -12,6 +12,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from fortemi.graphql.picture import GraphPicturePage
 from fortemi.graphql.schema import build_schema
 from fortemi.graphql.view import GraphQLView
 from fortemi.http_metrics import RequestMetrics, metrics_endpoint
@@ -148,6 +149,7 @@ def create_app(runtime: Runtime) -> Starlette:
     ]
     if graphql.ide is not None:
         routes.extend(graphql.ide.routes())
+    routes.extend(GraphPicturePage().routes())
     if runtime.issuer is not None:
         routes.extend(runtime.issuer.routes())
     return Starlette(

@@ -35,6 +35,7 @@ from fortemi.graph.links import LinkService, WikiLinkIndexer
 from fortemi.graph.tagging.jobs import ConceptTaggingEnqueuer, concept_tagging_type
 from fortemi.graph.tagging.models import TaggingSettings
 from fortemi.graph.tagging.related import related_concept_inference_type
+from fortemi.graph.traversal import TraversalService
 from fortemi.graph.vocabulary import VocabularyService
 from fortemi.graph.vocabulary.indexer import PathTagIndexer
 from fortemi.graphql.services import Services
@@ -269,6 +270,7 @@ def _build_services(parts: _Parts) -> Services:
         ),
         links=LinkService(db, max_links=settings.max_list_items),
         search=SearchService(db, backend),
+        traversal=TraversalService(db, gamma=settings.graph_score_gamma, concepts=vocabulary),
         jobs=jobs,
         wakeups=wakeups,
         webhooks=WebhookService(

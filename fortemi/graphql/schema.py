@@ -8,7 +8,13 @@ from functools import partial
 from typing import Any
 
 import strawberry
-from graphql import DocumentNode, GraphQLError, GraphQLSchema, get_operation_ast
+from graphql import (
+    DocumentNode,
+    GraphQLError,
+    GraphQLObjectType,
+    GraphQLSchema,
+    get_operation_ast,
+)
 from graphql.execution.executor import Executor
 from graphql.pyutils import RefMap
 from strawberry.extensions import (
@@ -27,6 +33,8 @@ from strawberry.types.execution import PreExecutionError
 from fortemi.graphql.audit import AuditQuery, AuditSubscription
 from fortemi.graphql.errors import VariableValuesError, render_errors
 from fortemi.graphql.events import EventSubscription
+from fortemi.graphql.flat import complete_flat, complete_flat_list, flat_item_type, flat_plan
+from fortemi.graphql.graph import GraphQuery
 from fortemi.graphql.jobs import JobMutation, JobQuery
 from fortemi.graphql.limits import QueryLimits, operation_limits_rule, oversized_variables
 from fortemi.graphql.links import LinkMutation, LinkQuery
@@ -51,6 +59,7 @@ Query = merge_types(
         NoteQuery,
         LinkQuery,
         SearchQuery,
+        GraphQuery,
         JobQuery,
         WebhookQuery,
         AuditQuery,
@@ -114,6 +123,55 @@ class PerEventExecutor(StrawberryGraphQLCoreExecutionContext):
         if isinstance(built, list) and get_operation_ast(document, operation_name) is not None:
             return [VariableValuesError.of(error) for error in built]
         return built
+
+    def complete_object_value(
+        self,
+        return_type: GraphQLObjectType,
+        field_details_list: Any,
+        info: Any,
+        path: Any,
+        result: Any,
+        position_context: Any,
+    ) -> Any:
+        # Objects of plain leaf fields (a neighbourhood's nodes and edges) skip the
+        # per-field machinery: see fortemi.graphql.flat.
+        plan = flat_plan(return_type)
+        if plan is not None:
+            grouped, deferred, forbidden = self.collect_subfields(return_type, field_details_list)
+            if not deferred and not forbidden:
+                data = complete_flat(plan, grouped, return_type.name, result)
+                if data is not None:
+                    return data
+        return super().complete_object_value(
+            return_type, field_details_list, info, path, result, position_context
+        )
+
+    def complete_list_value(
+        self,
+        return_type: Any,
+        field_details_list: Any,
+        info: Any,
+        path: Any,
+        result: Any,
+        position_context: Any,
+    ) -> Any:
+        # A list of flat objects is completed in one loop, its selection collected once;
+        # a list field carrying a directive (@stream) takes the ordinary path.
+        item_type = flat_item_type(return_type)
+        if (
+            item_type is not None
+            and isinstance(result, list | tuple)
+            and not any(details.node.directives for details in field_details_list)
+        ):
+            plan = flat_plan(item_type)
+            grouped, deferred, forbidden = self.collect_subfields(item_type, field_details_list)
+            if plan is not None and not deferred and not forbidden:
+                items = complete_flat_list(plan, grouped, item_type.name, result)
+                if items is not None:
+                    return items
+        return super().complete_list_value(
+            return_type, field_details_list, info, path, result, position_context
+        )
 
     def build_per_event_executor(self, payload: Any) -> Any:
         executor = super().build_per_event_executor(payload)

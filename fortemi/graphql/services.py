@@ -15,6 +15,7 @@ from fortemi.auth.audit import AuditService
 from fortemi.auth.policy import PolicyService
 from fortemi.auth.tokens import TokenValidator
 from fortemi.graph.links import LinkService
+from fortemi.graph.traversal import TraversalService
 from fortemi.graph.vocabulary import VocabularyService
 from fortemi.platform.events import EventBus
 from fortemi.platform.jobs.models import Job
@@ -47,6 +48,7 @@ class Services:
     notes: NoteService
     links: LinkService
     search: SearchService
+    traversal: TraversalService
     jobs: JobService
     wakeups: JobWakeups
     webhooks: WebhookService

@@ -226,6 +226,15 @@ class Settings(BaseSettings):
         default=0.2, ge=0.0, le=1.0, description="Least confidence of an inferred related edge"
     )
 
+    # -- graph -------------------------------------------------------------------------
+    graph_score_gamma: float = Field(
+        default=1.0,
+        gt=0,
+        le=10,
+        description="Exponent applied to min-max normalised semantic link scores (gamma): above "
+        "1 spreads the strong links apart, below 1 the weak ones",
+    )
+
     # -- limits ------------------------------------------------------------------------
     max_note_bytes: int = Field(default=1_048_576, ge=1)
     max_request_bytes: int = Field(default=8 * 1_048_576, ge=1024)

@@ -1,0 +1,27 @@
+"""Traversal: a note's neighbourhood over explicit, wiki and semantic links."""
+
+from fortemi.graph.traversal.communities import ConceptLabels
+from fortemi.graph.traversal.models import (
+    GRAPH_VERSION,
+    EdgeKind,
+    GraphEdge,
+    GraphMeta,
+    GraphNode,
+    GraphParams,
+    GraphRequest,
+    Neighbourhood,
+)
+from fortemi.graph.traversal.service import TraversalService
+
+__all__ = [
+    "GRAPH_VERSION",
+    "ConceptLabels",
+    "EdgeKind",
+    "GraphEdge",
+    "GraphMeta",
+    "GraphNode",
+    "GraphParams",
+    "GraphRequest",
+    "Neighbourhood",
+    "TraversalService",
+]

@@ -1,0 +1,379 @@
+"""The traversal's SQL: one recursive walk over ``note_link``, then the returned nodes' edges.
+
+Links are undirected for traversal: each level looks a frontier's ids up in both the
+primary key ``(source_id, kind, target_id)`` and ``note_link_target_idx (target_id, kind)``.
+A link is traversable when it is explicit or wiki (always), or semantic and not pruned by
+PFNET; and when its normalised score is at least ``minScore``.
+
+Normalisation happens here, at read time: a semantic score ``s`` becomes
+``((s - min) / (max - min)) ** gamma`` over the memory's semantic links, whose min and max
+are two probes of ``note_link_kind_score_idx``; ``max = min`` gives 1.0. Explicit and wiki
+links keep their score.
+
+**The walk** (:data:`_WALK`) is one ``WITH RECURSIVE`` statement whose working row is a
+whole level: ``(depth, frontier, seen, found, cut)``. Carrying the level as arrays rather
+than one row per path is what keeps it bounded: a recursive CTE only sees the previous
+iteration's rows, so a row-per-node walk cannot tell a node reached before from a new one
+and re-expands every path (``degree ** depth`` rows). Per level, in one lateral subquery:
+
+1. the frontier's traversable links, both directions;
+2. neighbours already seen are dropped (a hash anti-join on ``seen``), and the rest must
+   be readable, live notes (the caller's visibility predicate is in the join, so
+   unreadable notes are never expanded nor counted); with ``maxEdgesPerNode = k`` each
+   frontier node first keeps its k strongest readable neighbours, seen or not (a pair
+   ranks by its strongest link; ties by id), so readability is checked per link there;
+3. each new node's strongest link from the frontier is its score at this level;
+4. the new nodes are ordered by their strongest link from the frontier, then id, and only
+   as many as ``maxNodes`` leaves room for are kept. That is the cap: at most ``maxNodes``
+   nodes are ever expanded, however dense the graph.
+
+When a level has more candidates than room, the walk stops there (``cut``): the order is
+BFS by depth, then score, then id, so every later node would come after the ones left out.
+The totals then count every node up to that level (exact when it is the last level, a
+lower bound otherwise), and the edges from the frontier into the nodes left out.
+
+**Edges** (:data:`_EDGES`) are the traversable links among the returned nodes, read in a
+second statement of the same transaction; with ``k``, :data:`_KEPT_PAIRS` says which pairs
+are among the k strongest of either end.
+
+Both statements read ``note_link`` rows from the heap after each index probe; most of
+their time at 10k notes is those reads. Covering indexes (``(source_id) INCLUDE (target_id,
+kind, score, pruned, rank, set_id, model, computed_at)`` and ``(target_id) INCLUDE
+(source_id, kind, score, pruned)``) would make them index-only; they belong to the links
+migration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from fortemi.platform.database import Connection
+from fortemi.platform.notes.models import NoteFilter, NoteVisibility
+from fortemi.platform.notes.repository import note_filter_where
+from fortemi.platform.sql import Query, Where
+
+__all__ = [
+    "LinkRow",
+    "TraversalRepository",
+    "WalkNode",
+    "WalkResult",
+    "edges_statement",
+    "walk_statement",
+]
+
+# Min and max of the memory's semantic scores; span NULL when they are equal (all 1.0).
+_BOUNDS = """
+bounds AS MATERIALIZED (
+    SELECT lo, CASE WHEN hi > lo THEN hi - lo END AS span
+    FROM (SELECT (SELECT score FROM note_link WHERE kind = 'semantic'
+                  ORDER BY score LIMIT 1)::float8 AS lo,
+                 (SELECT score FROM note_link WHERE kind = 'semantic'
+                  ORDER BY score DESC LIMIT 1)::float8 AS hi) AS m
+)"""
+
+_NORMALISED = (
+    "(CASE WHEN l.kind <> 'semantic' THEN l.score::float8"
+    " WHEN b.span IS NULL THEN 1.0::float8"
+    " ELSE power(greatest(l.score::float8 - b.lo, 0.0) / b.span, :gamma::float8) END)"
+)
+_TRAVERSABLE = "(l.kind <> 'semantic' OR NOT l.pruned)"
+
+# Each (frontier node, neighbour) pair once, over traversable links of either direction to
+# readable live notes, with its strongest normalised score and how many kinds link it; with
+# k, only each frontier node's k strongest neighbours. ``{ids}`` is the frontier.
+_NEIGHBOURS = """
+SELECT r.f, r.other, r.best, r.kinds FROM (
+    SELECT a.f, a.other, max(a.s) AS best, count(DISTINCT a.kind)::int AS kinds,
+           row_number() OVER (PARTITION BY a.f ORDER BY max(a.s) DESC, a.other) AS r
+    FROM (
+        SELECT l.source_id AS f, l.target_id AS other, l.kind, {norm} AS s
+        FROM note_link l CROSS JOIN bounds b
+        WHERE l.source_id = ANY({ids}) AND {traversable}
+        UNION ALL
+        SELECT l.target_id, l.source_id, l.kind, {norm}
+        FROM note_link l CROSS JOIN bounds b
+        WHERE l.target_id = ANY({ids}) AND {traversable}
+    ) AS a
+    JOIN note ON note.id = a.other
+    WHERE a.s >= :min_score::float8 AND {visible}
+    GROUP BY a.f, a.other
+) AS r
+WHERE :k::int IS NULL OR r.r <= :k::int
+"""
+
+
+def _neighbours(ids: str) -> str:
+    return (
+        _NEIGHBOURS.replace("{ids}", ids)
+        .replace("{norm}", _NORMALISED)
+        .replace("{traversable}", _TRAVERSABLE)
+    )
+
+
+# The new nodes of a level, one row each: (other, best, edges), ``edges`` counting the
+# (frontier node, kind) links into it. With k, each frontier node's k strongest neighbours
+# are ranked among all its readable ones, seen or not, before the seen are dropped.
+_RANKED_CANDIDATES = """
+SELECT k.other, max(k.best) AS best, sum(k.kinds)::int AS edges
+FROM ({neighbours}) AS k
+LEFT JOIN unnest(w.seen) AS s(id) ON s.id = k.other
+WHERE s.id IS NULL
+GROUP BY k.other
+""".replace("{neighbours}", _neighbours("w.frontier"))
+
+# Without k nothing needs ranking per frontier node, so the seen are dropped first and
+# readability is checked once per new node rather than once per link.
+_ALL_CANDIDATES = """
+SELECT g.other, g.best, g.edges FROM (
+    SELECT a.other, max(a.s) AS best, count(DISTINCT (a.f, a.kind))::int AS edges
+    FROM (
+        SELECT l.source_id AS f, l.target_id AS other, l.kind, {norm} AS s
+        FROM note_link l CROSS JOIN bounds b
+        WHERE l.source_id = ANY(w.frontier) AND {traversable}
+        UNION ALL
+        SELECT l.target_id, l.source_id, l.kind, {norm}
+        FROM note_link l CROSS JOIN bounds b
+        WHERE l.target_id = ANY(w.frontier) AND {traversable}
+    ) AS a
+    LEFT JOIN unnest(w.seen) AS s(id) ON s.id = a.other
+    WHERE s.id IS NULL AND a.s >= :min_score::float8
+    GROUP BY a.other
+) AS g
+JOIN note ON note.id = g.other
+WHERE {visible}
+""".replace("{norm}", _NORMALISED).replace("{traversable}", _TRAVERSABLE)
+
+_WALK_TEMPLATE = """,
+walk (depth, frontier, seen, found, cut, cut_edges) AS (
+    SELECT 0, ARRAY[note.id], ARRAY[note.id], 1, false, 0
+    FROM note WHERE note.id = :start::uuid AND {visible}
+  UNION ALL
+    SELECT w.depth + 1, nx.ids, w.seen || nx.ids, w.found + nx.total,
+           nx.total > cardinality(nx.ids), nx.dropped_edges
+    FROM walk AS w
+    CROSS JOIN LATERAL (
+        SELECT coalesce(array_agg(c.other ORDER BY c.pos) FILTER (WHERE c.kept), '{}'::uuid[])
+                   AS ids,
+               count(*)::int AS total,
+               coalesce(sum(c.edges) FILTER (WHERE NOT c.kept), 0)::int AS dropped_edges
+        FROM (
+            SELECT n.other, n.edges, n.pos,
+                   n.pos <= :max_nodes::int - cardinality(w.seen) AS kept
+            FROM (
+                SELECT g.other, g.edges,
+                       row_number() OVER (ORDER BY g.best DESC, g.other) AS pos
+                FROM ({candidates}) AS g
+            ) AS n
+        ) AS c
+    ) AS nx
+    WHERE w.depth < :depth::int AND NOT w.cut AND cardinality(w.frontier) > 0
+),
+last AS (SELECT depth, found, cut, cut_edges FROM walk ORDER BY depth DESC LIMIT 1)
+SELECT w.depth, note.id, note.title, note.archived, note.created_at, note.updated_at,
+       last.depth AS reached, last.found, last.cut, last.cut_edges
+FROM walk AS w
+CROSS JOIN LATERAL unnest(w.frontier) WITH ORDINALITY AS u(id, ord)
+JOIN note ON note.id = u.id
+CROSS JOIN last
+ORDER BY w.depth, u.ord
+"""
+
+
+def _walk(candidates: str) -> Query:
+    # Fixed fragments only: the statements are composed at import from the constants above.
+    return Query(
+        "".join(("WITH RECURSIVE", _BOUNDS, _WALK_TEMPLATE)).replace("{candidates}", candidates)
+    )
+
+
+_WALK = _walk(_RANKED_CANDIDATES)
+_WALK_ALL = _walk(_ALL_CANDIDATES)
+
+_EDGES = Query(
+    "".join(
+        (
+            "WITH",
+            _BOUNDS,
+            """
+SELECT l.source_id, l.target_id, l.kind, {norm} AS score, l.rank, l.set_id, l.model,
+       l.computed_at
+FROM note_link l
+CROSS JOIN bounds b
+JOIN unnest(:ids::uuid[]) AS t(id) ON t.id = l.target_id
+WHERE l.source_id = ANY(:ids::uuid[]) AND {traversable} AND {norm} >= :min_score::float8
+""".replace("{norm}", _NORMALISED).replace("{traversable}", _TRAVERSABLE),
+        )
+    )
+)
+
+_KEPT_PAIRS = Query(
+    "".join(
+        (
+            "WITH",
+            _BOUNDS,
+            """
+SELECT DISTINCT least(k.f, k.other) AS a, greatest(k.f, k.other) AS b
+FROM (""",
+            _neighbours(":ids::uuid[]"),
+            """) AS k
+JOIN unnest(:ids::uuid[]) AS t(id) ON t.id = k.other
+""",
+        )
+    )
+)
+
+
+@dataclass(frozen=True, slots=True)
+class WalkNode:
+    id: UUID
+    title: str
+    depth: int
+    archived: bool
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class WalkResult:
+    """The walk's nodes in BFS order (depth, score desc, id), and what it saw past them."""
+
+    nodes: list[WalkNode]
+    found: int  # readable nodes found, the returned ones included
+    cut: bool  # maxNodes stopped the walk
+    reached: int  # the depth of the last level the walk expanded to
+    cut_edges: int  # edges from the frontier into the nodes left out at the cut
+
+
+@dataclass(frozen=True, slots=True)
+class LinkRow:
+    source: UUID
+    target: UUID
+    kind: str
+    score: float  # normalised
+    rank: int | None
+    set_id: int | None
+    model: str | None
+    computed_at: datetime
+
+
+def _bound(query: Query, visibility: NoteVisibility | None, **values: Any) -> tuple[str, list[Any]]:
+    """``query`` with ``{visible}`` replaced by the caller's read scope (and ``deleted_at IS
+    NULL``), its values numbered after the statement's own binds."""
+    where = note_filter_where(NoteFilter(visibility=visibility), Where(*query.args(values)))
+    return query.sql.replace("{visible}", where.sql()), where.args
+
+
+def walk_statement(
+    start: UUID,
+    *,
+    depth: int,
+    max_nodes: int,
+    min_score: float,
+    max_edges_per_node: int | None,
+    gamma: float,
+    visibility: NoteVisibility | None,
+) -> tuple[str, list[Any]]:
+    """The walk's SQL and arguments (the benchmark runs it raw, beside the API)."""
+    values = {
+        "start": start,
+        "depth": depth,
+        "max_nodes": max_nodes,
+        "min_score": min_score,
+        "gamma": gamma,
+    }
+    if max_edges_per_node is None:
+        return _bound(_WALK_ALL, visibility, **values)
+    return _bound(_WALK, visibility, k=max_edges_per_node, **values)
+
+
+def edges_statement(
+    ids: Sequence[UUID], *, min_score: float, gamma: float
+) -> tuple[str, tuple[Any, ...]]:
+    """The edges statement's SQL and arguments (the benchmark runs it raw)."""
+    return _EDGES.sql, _EDGES.args(ids=list(ids), min_score=min_score, gamma=gamma)
+
+
+class TraversalRepository:
+    async def walk(
+        self,
+        conn: Connection,
+        start: UUID,
+        *,
+        depth: int,
+        max_nodes: int,
+        min_score: float,
+        max_edges_per_node: int | None,
+        gamma: float,
+        visibility: NoteVisibility | None,
+    ) -> WalkResult | None:
+        """The walk from ``start``; None when the start is absent, deleted or unreadable."""
+        sql, args = walk_statement(
+            start,
+            depth=depth,
+            max_nodes=max_nodes,
+            min_score=min_score,
+            max_edges_per_node=max_edges_per_node,
+            gamma=gamma,
+            visibility=visibility,
+        )
+        rows = await conn.fetch(sql, *args)
+        if not rows:
+            return None
+        last = rows[0]
+        return WalkResult(
+            nodes=[
+                WalkNode(
+                    id=row["id"],
+                    title=row["title"],
+                    depth=row["depth"],
+                    archived=row["archived"],
+                    created_at=row["created_at"],
+                    updated_at=row["updated_at"],
+                )
+                for row in rows
+            ],
+            found=last["found"],
+            cut=last["cut"],
+            reached=last["reached"],
+            cut_edges=last["cut_edges"],
+        )
+
+    async def links(
+        self, conn: Connection, ids: Sequence[UUID], *, min_score: float, gamma: float
+    ) -> list[LinkRow]:
+        """The traversable links among ``ids`` scoring at least ``min_score``."""
+        sql, args = edges_statement(ids, min_score=min_score, gamma=gamma)
+        return [
+            LinkRow(
+                source=row["source_id"],
+                target=row["target_id"],
+                kind=row["kind"],
+                score=row["score"],
+                rank=row["rank"],
+                set_id=row["set_id"],
+                model=row["model"],
+                computed_at=row["computed_at"],
+            )
+            for row in await conn.fetch(sql, *args)
+        ]
+
+    async def kept_pairs(
+        self,
+        conn: Connection,
+        ids: Sequence[UUID],
+        *,
+        k: int,
+        min_score: float,
+        gamma: float,
+        visibility: NoteVisibility | None,
+    ) -> set[tuple[UUID, UUID]]:
+        """The pairs among ``ids`` (smaller id first) that are among the k strongest
+        neighbours of either end."""
+        sql, args = _bound(
+            _KEPT_PAIRS, visibility, ids=list(ids), k=k, min_score=min_score, gamma=gamma
+        )
+        return {(row["a"], row["b"]) for row in await conn.fetch(sql, *args)}

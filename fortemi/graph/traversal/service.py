@@ -1,0 +1,179 @@
+"""A note's neighbourhood: the one traversal contract (``graph`` in GraphQL, the picture).
+
+Contract, for ``neighbourhood(memory, start, request, visibility)``:
+
+* the parameters are clamped into range (:func:`~fortemi.graph.traversal.models.clamp`),
+  and each clamp is reported in the meta;
+* the start must be a live note the caller may read, else :class:`NotFound` (an unknown and
+  an unreadable note give the same answer);
+* nodes are the readable live notes within ``depth`` hops over traversable links (explicit
+  and wiki always, semantic unless pruned, each at least ``minScore`` once normalised), in
+  BFS order: depth, then the strongest link from the previous level, then id; the first
+  ``maxNodes`` are returned, so truncation is stable. Unreadable notes are neither walked
+  through nor counted;
+* edges are the traversable links among the returned nodes, one per (unordered pair, kind);
+  with ``maxEdgesPerNode = k`` a pair is kept when it is among the k strongest of either end
+  (so the walk's own edges always are);
+* communities are Louvain's on the returned sub-graph (:mod:`.communities`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from uuid import UUID
+
+from fortemi.graph.traversal.communities import ConceptLabels, assign_communities
+from fortemi.graph.traversal.models import (
+    GRAPH_VERSION,
+    EdgeKind,
+    GraphEdge,
+    GraphMeta,
+    GraphNode,
+    GraphParams,
+    GraphRequest,
+    Neighbourhood,
+    clamp,
+)
+from fortemi.graph.traversal.repository import LinkRow, TraversalRepository, WalkResult
+from fortemi.platform.database import Database
+from fortemi.platform.errors import NotFound
+from fortemi.platform.notes.models import NoteVisibility
+
+__all__ = ["TraversalService", "merge_links"]
+
+
+_KINDS = {kind.value: kind for kind in EdgeKind}
+
+
+def merge_links(rows: Sequence[LinkRow]) -> list[GraphEdge]:
+    """One edge per (unordered pair, kind); a pair linked both ways is ``bidirectional`` and
+    reported in its stronger direction (ties: the smaller source id). Ordered by the pair,
+    then kind, so the response is deterministic."""
+    best: dict[tuple[int, int, str], LinkRow] = {}
+    both: set[tuple[int, int, str]] = set()
+    for row in rows:
+        # UUIDs compare in Python code; their ints compare in C, and order the same way.
+        s, t = row.source.int, row.target.int
+        key = (s, t, row.kind) if s < t else (t, s, row.kind)
+        held = best.get(key)
+        if held is None:
+            best[key] = row
+            continue
+        if held.source != row.source:
+            both.add(key)
+        if (row.score, -s) > (held.score, -held.source.int):
+            best[key] = row
+    return [
+        GraphEdge(
+            source=row.source,
+            target=row.target,
+            kind=_KINDS[row.kind],
+            score=row.score,
+            rank=row.rank,
+            set_id=row.set_id,
+            model=row.model,
+            computed_at=row.computed_at,
+            bidirectional=key in both,
+        )
+        for key, row in sorted(best.items(), key=lambda item: item[0])
+    ]
+
+
+def _reasons(params: GraphParams, walk: WalkResult, edges: int, dropped: int) -> list[str]:
+    reasons = []
+    if walk.cut:
+        returned, found = len(walk.nodes), walk.found
+        if walk.reached < params.depth:
+            reasons.append(
+                f"max_nodes limit: {returned} of at least {found} nodes returned "
+                f"(the walk stopped at depth {walk.reached} of {params.depth})"
+            )
+        else:
+            reasons.append(f"max_nodes limit: {returned} of {found} nodes returned")
+    if dropped:
+        reasons.append(
+            f"max_edges_per_node limit: {edges - dropped} of {edges} edges among the returned "
+            f"nodes kept (each node's {params.max_edges_per_node} strongest neighbours)"
+        )
+    return reasons
+
+
+class TraversalService:
+    """Reads a note's neighbourhood in one memory transaction."""
+
+    def __init__(
+        self, db: Database, *, gamma: float = 1.0, concepts: ConceptLabels | None = None
+    ) -> None:
+        self._db = db
+        self._gamma = gamma
+        self._concepts = concepts
+        self._repository = TraversalRepository()
+
+    async def neighbourhood(
+        self,
+        memory: str,
+        start: UUID,
+        request: GraphRequest,
+        *,
+        visibility: NoteVisibility | None,
+    ) -> Neighbourhood:
+        params, clamped = clamp(request)
+        repository = self._repository
+        k = params.max_edges_per_node
+        async with self._db.memory_transaction(memory) as conn:
+            walk = await repository.walk(
+                conn,
+                start,
+                depth=params.depth,
+                max_nodes=params.max_nodes,
+                min_score=params.min_score,
+                max_edges_per_node=k,
+                gamma=self._gamma,
+                visibility=visibility,
+            )
+            if walk is None:
+                raise NotFound(f"No note {start} in this memory", id=str(start))
+            ids = [node.id for node in walk.nodes]
+            links = await repository.links(conn, ids, min_score=params.min_score, gamma=self._gamma)
+            kept = (
+                None
+                if k is None
+                else await repository.kept_pairs(
+                    conn,
+                    ids,
+                    k=k,
+                    min_score=params.min_score,
+                    gamma=self._gamma,
+                    visibility=visibility,
+                )
+            )
+        every = merge_links(links)
+        edges = (
+            every
+            if kept is None
+            else [e for e in every if (min(e.source, e.target), max(e.source, e.target)) in kept]
+        )
+        dropped = len(every) - len(edges)
+        nodes = [
+            GraphNode(
+                id=node.id,
+                title=node.title,
+                depth=node.depth,
+                archived=node.archived,
+                created_at=node.created_at,
+                updated_at=node.updated_at,
+            )
+            for node in walk.nodes
+        ]
+        nodes = await assign_communities(memory, nodes, edges, self._concepts)
+        meta = GraphMeta(
+            total_nodes=walk.found,
+            total_edges=len(every) + walk.cut_edges,
+            truncated_nodes=walk.found - len(nodes),
+            truncated_edges=dropped + walk.cut_edges,
+            totals_exact=not walk.cut or walk.reached >= params.depth,
+            params=params,
+            clamped=clamped,
+            reasons=tuple(_reasons(params, walk, len(every), dropped)),
+        )
+        return Neighbourhood(GRAPH_VERSION, tuple(nodes), tuple(edges), meta)
