@@ -227,7 +227,9 @@ class VocabularyService:
         self, memory: str, pairs: Sequence[tuple[UUID, UUID, float]], *, created_by: str
     ) -> int:
         """``related`` edges for ``pairs`` (a, b, confidence), both directions, idempotent;
-        how many pairs were new. Self pairs are ignored; unknown concepts are NotFound."""
+        how many pairs were new. Self pairs, and pairs where one concept is broader than
+        the other (SKOS keeps related and broader apart, S27), are skipped; unknown
+        concepts are NotFound."""
         cleaned: dict[tuple[UUID, UUID], float] = {}
         for a, b, confidence in pairs:
             if isinstance(confidence, bool) or not (
@@ -250,9 +252,13 @@ class VocabularyService:
                     f"No concept {', '.join(sorted(map(str, missing)))} in this memory",
                     concept_ids=sorted(map(str, missing)),
                 )
-            return await self._repo.relate(
-                conn, [(a, b, c) for (a, b), c in cleaned.items()], created_by
-            )
+            kept = [
+                (a, b, c)
+                for (a, b), c in cleaned.items()
+                if not await self._repo.is_ancestor(conn, a, b)
+                and not await self._repo.is_ancestor(conn, b, a)
+            ]
+            return await self._repo.relate(conn, kept, created_by) if kept else 0
 
     async def labels(self, memory: str, concept_ids: Sequence[UUID]) -> dict[UUID, str]:
         """The preferred label of each existing concept of ``concept_ids``."""
