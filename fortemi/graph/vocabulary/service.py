@@ -41,10 +41,12 @@ from fortemi.platform.errors import BadUserInput, NotFound
 from fortemi.platform.events import Event, EventBus
 from fortemi.platform.notes.repository import NoteRepository
 
-__all__ = ["TagResult", "VocabularyService", "path_of"]
+__all__ = ["MAX_PROPOSALS", "TagResult", "VocabularyService", "path_of"]
 
 log = logging.getLogger(__name__)
 
+# Concepts one tagging may attach: tagging proposes 8-15, a person a handful.
+MAX_PROPOSALS = 100
 # Sources whose proposals are derived (from a note's tags, by a job): a proposal breaking a
 # hierarchy limit is skipped, since failing would reject the note's save or the whole job.
 # A caller naming concepts itself (api, import) gets BAD_USER_INPUT instead.
@@ -168,6 +170,11 @@ class VocabularyService:
         """
         if source not in SOURCES:
             raise BadUserInput(f"source must be one of {', '.join(SOURCES)}", field="source")
+        if len(proposals) > MAX_PROPOSALS:
+            raise BadUserInput(
+                f"Attach at most {MAX_PROPOSALS} concepts at once; got {len(proposals)}",
+                field="concepts",
+            )
         for proposal in proposals:
             _check_proposal(proposal)
         async with self._db.memory_transaction(memory, subject=f"Note {note_id}") as conn:

@@ -192,6 +192,8 @@ async def test_malformed_proposals_are_bad_input_whatever_the_source(
     ):
         with pytest.raises(BadUserInput):
             await vocabulary.tag_note(memory, note_id, [bad], source="ai_auto", actor=None)
+    with pytest.raises(BadUserInput, match="at most 100"):
+        await vocabulary.tag_note(memory, note_id, [_p("a")] * 101, source="api", actor="a")
 
 
 async def test_path_tags_in_note_tags_become_user_concepts_without_a_new_version(
