@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from uuid import UUID, uuid4
 
 from fortemi.graph.events import note_graph_event
+from fortemi.graph.vocabulary.catalog.collections import CollectionCatalog
 from fortemi.graph.vocabulary.catalog.service import VocabularyCatalog
 from fortemi.graph.vocabulary.catalog.transfer import SkosTransfer
 from fortemi.graph.vocabulary.hierarchy import LimitBroken, wiring_problem
@@ -129,6 +130,7 @@ class VocabularyService:
         self._notes = NoteRepository()
         # Governance (schemes, concepts, labels, relations, collections), for admins.
         self.catalog = VocabularyCatalog(db, events=events)
+        self.collections = CollectionCatalog(db, events=events)
         # SKOS Turtle import and export, for admins.
         self.skos = SkosTransfer(db, events=events)
 

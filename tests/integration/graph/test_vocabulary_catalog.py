@@ -127,13 +127,13 @@ async def test_deleting_a_scheme_takes_its_concepts_and_their_note_attachments(
         memory, note.id, [ConceptProposal(("x",), None, 1, 1)], source="api", actor="a"
     )
     [default] = await vocabulary.catalog.schemes(memory)
-    collection = await vocabulary.catalog.create_collection(
+    collection = await vocabulary.collections.create_collection(
         memory, scheme_id=default.id, label="C", members=[attached.concept_id], actor="a"
     )
     await vocabulary.catalog.delete_scheme(memory, default.id, actor="admin")
 
     assert await vocabulary.note_concepts(memory, [note.id]) == {}
-    assert await vocabulary.catalog.collection(memory, collection.id) is None
+    assert await vocabulary.collections.collection(memory, collection.id) is None
     with pytest.raises(NotFound):
         await vocabulary.catalog.delete_scheme(memory, default.id, actor="admin")
     with pytest.raises(NotFound):
