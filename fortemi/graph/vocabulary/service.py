@@ -373,6 +373,8 @@ class VocabularyService:
             )
             if not (source == "ai_auto" and human_primary):
                 await self._repo.set_primary(conn, note_id, primary)
+        if not leaves:
+            return result  # a note without path tags: one read, and nothing more
         result.promoted = await self._repo.apply_warrant(conn, list(leaves), LITERARY_WARRANT)
         stored = {
             c.concept_id: c
