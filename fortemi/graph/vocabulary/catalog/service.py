@@ -106,6 +106,10 @@ class VocabularyCatalog(Governed):
         async with self._db.memory_transaction(memory) as conn:
             return await self._repo.concepts(conn, ids)
 
+    async def top_concepts(self, memory: str, scheme_id: UUID) -> list[Concept]:
+        async with self._db.memory_transaction(memory) as conn:
+            return await self._repo.top_concepts(conn, scheme_id)
+
     async def list_concepts(
         self,
         memory: str,
