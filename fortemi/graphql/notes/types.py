@@ -11,6 +11,7 @@ from strawberry.scalars import JSON
 
 from fortemi.graphql.context import Info
 from fortemi.graphql.pagination import Connection, Edge, PageInfo
+from fortemi.graphql.vocabulary.loaders import note_concepts_loader
 from fortemi.graphql.vocabulary.types import NoteConcept
 from fortemi.platform import notes as model
 from fortemi.platform.ids import to_global_id
@@ -65,8 +66,8 @@ class Note(Node):
         if self._uuid is None:
             return []
         memory = self._memory or await info.context.memory()
-        found = await info.context.services.vocabulary.note_concepts(memory, [self._uuid])
-        return [NoteConcept.from_model(c, memory) for c in found.get(self._uuid, [])]
+        found = await note_concepts_loader(info, memory).load(self._uuid)
+        return [NoteConcept.from_model(c, memory) for c in found]
 
     @classmethod
     def from_model(cls, note: model.Note, memory: str | None = None) -> Note:

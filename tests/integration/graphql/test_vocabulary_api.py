@@ -270,6 +270,20 @@ async def test_note_lists_filter_by_concepts_with_their_descendants(gql: GraphQL
             ids[path] = concept["conceptId"]
 
     assert await _titles(gql, {"required": [ids["ml"]]}) == ["ml", "nlp", "vision"]
+    listed = await _ok(
+        await gql("{ notes(first: 10) { edges { node { title concepts { label } } } } }")
+    )
+    # Each note of the page gets its own concepts (read together, in one batch).
+    assert {
+        e["node"]["title"]: sorted(c["label"] for c in e["node"]["concepts"])
+        for e in listed["notes"]["edges"]
+    } == {
+        "nlp": ["nlp", "papers"],
+        "vision": ["vision"],
+        "ml": ["ml"],
+        "cooking": ["food"],
+        "cooking paper": ["food", "papers"],
+    }
     assert await _titles(gql, {"required": [ids["ml"], ids["papers"]]}) == ["nlp"]
     assert await _titles(gql, {"any": [ids["ml/vision"], ids["food"]]}) == [
         "cooking",
