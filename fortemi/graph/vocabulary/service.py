@@ -38,7 +38,7 @@ from fortemi.graph.vocabulary.models import (
 )
 from fortemi.graph.vocabulary.repository import VocabularyRepository
 from fortemi.platform.database import Connection, Database
-from fortemi.platform.errors import BadUserInput, NotFound
+from fortemi.platform.errors import BadUserInput, Conflict, NotFound
 from fortemi.platform.events import Event, EventBus
 from fortemi.platform.notes.repository import NoteRepository
 
@@ -328,11 +328,19 @@ class VocabularyService:
         leaves: dict[UUID, ConceptProposal] = {}
         named = [p.concept_id for p in proposals if p.concept_id is not None]
         if named:
-            missing = set(named) - await self._repo.existing_concepts(conn, named)
+            statuses = await self._repo.statuses(conn, named)
+            missing = set(named) - set(statuses)
             if missing:
                 raise NotFound(
                     f"No concept {', '.join(sorted(map(str, missing)))} in this memory",
                     concept_ids=sorted(map(str, missing)),
+                )
+            retired = sorted(str(c) for c in named if statuses[c] == "deprecated")
+            if retired:
+                raise Conflict(
+                    f"Concept {', '.join(retired)} is deprecated; attach its replacement",
+                    reason="deprecated_concept",
+                    concept_ids=retired,
                 )
         for proposal in proposals:
             if proposal.concept_id is not None:

@@ -8,8 +8,9 @@ from uuid import UUID, uuid4
 import pytest
 
 from fortemi.graph.vocabulary import ConceptProposal, VocabularyService
+from fortemi.graph.vocabulary.catalog.service import ConceptChange
 from fortemi.platform.database import Database
-from fortemi.platform.errors import BadUserInput, NotFound
+from fortemi.platform.errors import BadUserInput, Conflict, NotFound
 from fortemi.platform.notes import NoteDraft, NotePatch, NoteService
 
 
@@ -246,3 +247,22 @@ async def test_concept_ids_lists_every_asked_note(
         tagged: frozenset({a.concept_id}),
         bare: frozenset(),
     }
+
+
+async def test_a_deprecated_concept_is_neither_reused_nor_attached_by_id(
+    tagged_notes: NoteService, vocabulary: VocabularyService, memory: str
+) -> None:
+    note_id = await _note(tagged_notes, memory)
+    [old] = await vocabulary.tag_note(memory, note_id, [_p("legacy")], source="api", actor="a")
+    await vocabulary.catalog.update_concept(
+        memory, old.concept_id, ConceptChange(status="deprecated"), actor="admin"
+    )
+
+    [fresh] = await vocabulary.tag_note(memory, note_id, [_p("Legacy")], source="api", actor="a")
+    assert fresh.concept_id != old.concept_id
+    with pytest.raises(Conflict) as caught:
+        await vocabulary.tag_note(
+            memory, note_id, [ConceptProposal((), None, 1, 1, concept_id=old.concept_id)],
+            source="api", actor="a",
+        )  # fmt: skip
+    assert caught.value.extensions["reason"] == "deprecated_concept"
