@@ -134,6 +134,7 @@ SELECT DISTINCT id FROM down
 
 _IN_SCHEMES = Query("SELECT id FROM concept WHERE scheme_id = ANY(:ids::uuid[])")
 _EXISTING_CONCEPTS = Query("SELECT id FROM concept WHERE id = ANY(:ids::uuid[])")
+_STATUSES = Query("SELECT id, status FROM concept WHERE id = ANY(:ids::uuid[])")
 _EXISTING_SCHEMES = Query("SELECT id FROM concept_scheme WHERE id = ANY(:ids::uuid[])")
 
 _INSERT_CONCEPT = CONCEPT.insert(
@@ -288,6 +289,10 @@ class VocabularyRepository:
     async def existing_concepts(self, conn: Connection, ids: Sequence[UUID]) -> set[UUID]:
         rows = await conn.fetch(_EXISTING_CONCEPTS.sql, *_EXISTING_CONCEPTS.args(ids=list(ids)))
         return {row["id"] for row in rows}
+
+    async def statuses(self, conn: Connection, ids: Sequence[UUID]) -> dict[UUID, str]:
+        rows = await conn.fetch(_STATUSES.sql, *_STATUSES.args(ids=list(ids)))
+        return {row["id"]: row["status"] for row in rows}
 
     async def existing_schemes(self, conn: Connection, ids: Sequence[UUID]) -> set[UUID]:
         rows = await conn.fetch(_EXISTING_SCHEMES.sql, *_EXISTING_SCHEMES.args(ids=list(ids)))

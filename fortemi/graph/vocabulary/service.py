@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from uuid import UUID, uuid4
 
 from fortemi.graph.events import note_graph_event
+from fortemi.graph.vocabulary.catalog.collections import CollectionCatalog
 from fortemi.graph.vocabulary.catalog.service import VocabularyCatalog
 from fortemi.graph.vocabulary.catalog.transfer import SkosTransfer
 from fortemi.graph.vocabulary.hierarchy import LimitBroken, wiring_problem
@@ -37,14 +38,16 @@ from fortemi.graph.vocabulary.models import (
 )
 from fortemi.graph.vocabulary.repository import VocabularyRepository
 from fortemi.platform.database import Connection, Database
-from fortemi.platform.errors import BadUserInput, NotFound
+from fortemi.platform.errors import BadUserInput, Conflict, NotFound
 from fortemi.platform.events import Event, EventBus
 from fortemi.platform.notes.repository import NoteRepository
 
-__all__ = ["TagResult", "VocabularyService", "path_of"]
+__all__ = ["MAX_PROPOSALS", "TagResult", "VocabularyService", "path_of"]
 
 log = logging.getLogger(__name__)
 
+# Concepts one tagging may attach: tagging proposes 8-15, a person a handful.
+MAX_PROPOSALS = 100
 # Sources whose proposals are derived (from a note's tags, by a job): a proposal breaking a
 # hierarchy limit is skipped, since failing would reject the note's save or the whole job.
 # A caller naming concepts itself (api, import) gets BAD_USER_INPUT instead.
@@ -127,6 +130,7 @@ class VocabularyService:
         self._notes = NoteRepository()
         # Governance (schemes, concepts, labels, relations, collections), for admins.
         self.catalog = VocabularyCatalog(db, events=events)
+        self.collections = CollectionCatalog(db, events=events)
         # SKOS Turtle import and export, for admins.
         self.skos = SkosTransfer(db, events=events)
 
@@ -168,6 +172,11 @@ class VocabularyService:
         """
         if source not in SOURCES:
             raise BadUserInput(f"source must be one of {', '.join(SOURCES)}", field="source")
+        if len(proposals) > MAX_PROPOSALS:
+            raise BadUserInput(
+                f"Attach at most {MAX_PROPOSALS} concepts at once; got {len(proposals)}",
+                field="concepts",
+            )
         for proposal in proposals:
             _check_proposal(proposal)
         async with self._db.memory_transaction(memory, subject=f"Note {note_id}") as conn:
@@ -227,7 +236,9 @@ class VocabularyService:
         self, memory: str, pairs: Sequence[tuple[UUID, UUID, float]], *, created_by: str
     ) -> int:
         """``related`` edges for ``pairs`` (a, b, confidence), both directions, idempotent;
-        how many pairs were new. Self pairs are ignored; unknown concepts are NotFound."""
+        how many pairs were new. Self pairs, and pairs where one concept is broader than
+        the other (SKOS keeps related and broader apart, S27), are skipped; unknown
+        concepts are NotFound."""
         cleaned: dict[tuple[UUID, UUID], float] = {}
         for a, b, confidence in pairs:
             if isinstance(confidence, bool) or not (
@@ -250,9 +261,13 @@ class VocabularyService:
                     f"No concept {', '.join(sorted(map(str, missing)))} in this memory",
                     concept_ids=sorted(map(str, missing)),
                 )
-            return await self._repo.relate(
-                conn, [(a, b, c) for (a, b), c in cleaned.items()], created_by
-            )
+            kept = [
+                (a, b, c)
+                for (a, b), c in cleaned.items()
+                if not await self._repo.is_ancestor(conn, a, b)
+                and not await self._repo.is_ancestor(conn, b, a)
+            ]
+            return await self._repo.relate(conn, kept, created_by) if kept else 0
 
     async def labels(self, memory: str, concept_ids: Sequence[UUID]) -> dict[UUID, str]:
         """The preferred label of each existing concept of ``concept_ids``."""
@@ -313,11 +328,19 @@ class VocabularyService:
         leaves: dict[UUID, ConceptProposal] = {}
         named = [p.concept_id for p in proposals if p.concept_id is not None]
         if named:
-            missing = set(named) - await self._repo.existing_concepts(conn, named)
+            statuses = await self._repo.statuses(conn, named)
+            missing = set(named) - set(statuses)
             if missing:
                 raise NotFound(
                     f"No concept {', '.join(sorted(map(str, missing)))} in this memory",
                     concept_ids=sorted(map(str, missing)),
+                )
+            retired = sorted(str(c) for c in named if statuses[c] == "deprecated")
+            if retired:
+                raise Conflict(
+                    f"Concept {', '.join(retired)} is deprecated; attach its replacement",
+                    reason="deprecated_concept",
+                    concept_ids=retired,
                 )
         for proposal in proposals:
             if proposal.concept_id is not None:
@@ -358,6 +381,8 @@ class VocabularyService:
             )
             if not (source == "ai_auto" and human_primary):
                 await self._repo.set_primary(conn, note_id, primary)
+        if not leaves:
+            return result  # a note without path tags: one read, and nothing more
         result.promoted = await self._repo.apply_warrant(conn, list(leaves), LITERARY_WARRANT)
         stored = {
             c.concept_id: c

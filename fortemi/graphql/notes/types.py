@@ -10,6 +10,7 @@ from strawberry.scalars import JSON
 
 from fortemi.graphql.context import Info
 from fortemi.graphql.pagination import Connection, Edge, PageInfo
+from fortemi.graphql.vocabulary.loaders import note_concepts_loader
 from fortemi.graphql.vocabulary.types import NoteConcept
 from fortemi.platform import notes as model
 from fortemi.platform.ids import parse_note_id, to_global_id
@@ -87,8 +88,8 @@ class Note(Node):
     async def concepts(self, info: Info) -> list[NoteConcept]:
         note_id = parse_note_id(self.id)
         memory = self.memory_name or await info.context.memory()
-        found = await info.context.services.vocabulary.note_concepts(memory, [note_id])
-        return [NoteConcept.from_model(c, memory) for c in found.get(note_id, [])]
+        found = await note_concepts_loader(info, memory).load(note_id)
+        return [NoteConcept.from_model(c, memory) for c in found]
 
     @classmethod
     def from_model(cls, note: model.Note, *, memory: str | None = None) -> Note:

@@ -107,7 +107,7 @@ class VocabularyQuery:
         self, info: Info, scheme: strawberry.ID | None = None
     ) -> list[ConceptCollection]:
         memory = await info.context.memory()
-        found = await info.context.services.vocabulary.catalog.collections(
+        found = await info.context.services.vocabulary.collections.collections(
             memory, None if scheme is None else parse_id(scheme, "ConceptScheme")
         )
         return [ConceptCollection.from_model(c, memory) for c in found]
@@ -345,7 +345,7 @@ class VocabularyMutation:
     ) -> ConceptCollection:
         members = [parse_id(m, "Concept") for m in input.members or ()]
         memory = await _governing(info)
-        collection = await info.context.services.vocabulary.catalog.create_collection(
+        collection = await info.context.services.vocabulary.collections.create_collection(
             memory,
             scheme_id=parse_id(input.scheme, "ConceptScheme"),
             label=input.label,
@@ -362,7 +362,7 @@ class VocabularyMutation:
     ) -> ConceptCollection:
         wanted = [parse_id(m, "Concept") for m in members]
         memory = await _governing(info)
-        collection = await info.context.services.vocabulary.catalog.set_collection_members(
+        collection = await info.context.services.vocabulary.collections.set_collection_members(
             memory, parse_id(id, "ConceptCollection"), wanted, actor=info.context.caller.sub
         )
         return ConceptCollection.from_model(collection, memory)
@@ -370,7 +370,7 @@ class VocabularyMutation:
     @strawberry.mutation(description="Delete a collection (its concepts stay) (memory admin)")
     async def delete_concept_collection(self, info: Info, id: strawberry.ID) -> bool:
         memory = await _governing(info)
-        await info.context.services.vocabulary.catalog.delete_collection(
+        await info.context.services.vocabulary.collections.delete_collection(
             memory, parse_id(id, "ConceptCollection"), actor=info.context.caller.sub
         )
         return True

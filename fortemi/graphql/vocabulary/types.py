@@ -124,11 +124,8 @@ class ConceptScheme:
     @strawberry.field(description="Concepts of the scheme that have no broader concept")
     async def top_concepts(self, info: Info) -> list[Concept]:
         catalog = info.context.services.vocabulary.catalog
-        page = await catalog.list_concepts(self._memory, scheme_id=self._id, first=500)
-        concepts = [concept for _, concept in page.items]
-        relations = await catalog.relations(self._memory, [c.id for c in concepts])
-        narrower = {r.source_id for r in relations if r.kind == "broader"}
-        return [Concept.from_model(c, self._memory) for c in concepts if c.id not in narrower]
+        top = await catalog.top_concepts(self._memory, self._id)
+        return [Concept.from_model(c, self._memory) for c in top]
 
     @classmethod
     def from_model(cls, scheme: models.ConceptScheme, memory: str) -> ConceptScheme:

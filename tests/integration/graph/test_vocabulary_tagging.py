@@ -8,8 +8,9 @@ from uuid import UUID, uuid4
 import pytest
 
 from fortemi.graph.vocabulary import ConceptProposal, VocabularyService
+from fortemi.graph.vocabulary.catalog.service import ConceptChange
 from fortemi.platform.database import Database
-from fortemi.platform.errors import BadUserInput, NotFound
+from fortemi.platform.errors import BadUserInput, Conflict, NotFound
 from fortemi.platform.notes import NoteDraft, NotePatch, NoteService
 
 
@@ -192,6 +193,8 @@ async def test_malformed_proposals_are_bad_input_whatever_the_source(
     ):
         with pytest.raises(BadUserInput):
             await vocabulary.tag_note(memory, note_id, [bad], source="ai_auto", actor=None)
+    with pytest.raises(BadUserInput, match="at most 100"):
+        await vocabulary.tag_note(memory, note_id, [_p("a")] * 101, source="api", actor="a")
 
 
 async def test_path_tags_in_note_tags_become_user_concepts_without_a_new_version(
@@ -244,3 +247,22 @@ async def test_concept_ids_lists_every_asked_note(
         tagged: frozenset({a.concept_id}),
         bare: frozenset(),
     }
+
+
+async def test_a_deprecated_concept_is_neither_reused_nor_attached_by_id(
+    tagged_notes: NoteService, vocabulary: VocabularyService, memory: str
+) -> None:
+    note_id = await _note(tagged_notes, memory)
+    [old] = await vocabulary.tag_note(memory, note_id, [_p("legacy")], source="api", actor="a")
+    await vocabulary.catalog.update_concept(
+        memory, old.concept_id, ConceptChange(status="deprecated"), actor="admin"
+    )
+
+    [fresh] = await vocabulary.tag_note(memory, note_id, [_p("Legacy")], source="api", actor="a")
+    assert fresh.concept_id != old.concept_id
+    with pytest.raises(Conflict) as caught:
+        await vocabulary.tag_note(
+            memory, note_id, [ConceptProposal((), None, 1, 1, concept_id=old.concept_id)],
+            source="api", actor="a",
+        )  # fmt: skip
+    assert caught.value.extensions["reason"] == "deprecated_concept"

@@ -10,6 +10,7 @@ from uuid import uuid4
 import pytest
 
 from fortemi.auth.local_issuer import LocalIssuer
+from fortemi.graph.vocabulary import ConceptProposal
 from fortemi.platform.notes import NoteDraft
 from fortemi.runtime import Runtime
 from tests.integration.graphql.conftest import GraphQLCall, error_codes
@@ -269,6 +270,20 @@ async def test_note_lists_filter_by_concepts_with_their_descendants(gql: GraphQL
             ids[path] = concept["conceptId"]
 
     assert await _titles(gql, {"required": [ids["ml"]]}) == ["ml", "nlp", "vision"]
+    listed = await _ok(
+        await gql("{ notes(first: 10) { edges { node { title concepts { label } } } } }")
+    )
+    # Each note of the page gets its own concepts (read together, in one batch).
+    assert {
+        e["node"]["title"]: sorted(c["label"] for c in e["node"]["concepts"])
+        for e in listed["notes"]["edges"]
+    } == {
+        "nlp": ["nlp", "papers"],
+        "vision": ["vision"],
+        "ml": ["ml"],
+        "cooking": ["food"],
+        "cooking paper": ["food", "papers"],
+    }
     assert await _titles(gql, {"required": [ids["ml"], ids["papers"]]}) == ["nlp"]
     assert await _titles(gql, {"any": [ids["ml/vision"], ids["food"]]}) == [
         "cooking",
@@ -408,3 +423,24 @@ async def test_vocabulary_health_reports_meta_tags_and_synonym_sprawl(gql: Graph
     assert {"kind": "META_TAG", "labels": ["To-Read"]} in health["issues"]
     assert {"kind": "SYNONYM_SPRAWL", "labels": ["Neural Nets", "neural-net"]} in health["issues"]
     assert health["orphans"] == 0
+
+
+async def test_a_concepts_note_count_counts_only_notes_the_caller_may_read(
+    gql: GraphQLCall, runtime: Runtime, memory: str
+) -> None:
+    readable = await _note(gql, "open")
+    tagged = await _ok(await _tag(gql, readable, {"path": "shared"}))
+    concept = tagged["tagNoteConcepts"][0]["conceptId"]
+    services = runtime.services
+    hidden = await services.notes.create(
+        memory, NoteDraft(title="Hidden", project="secret"), actor="test"
+    )
+    await services.vocabulary.tag_note(
+        memory, hidden.id, [ConceptProposal(("shared",), None, 1.0, 1.0)], source="api", actor="t"
+    )
+    data = await _ok(
+        await gql("query($id: ID!) { concept(id: $id) { noteCount } }", {"id": concept})
+    )
+    assert data["concept"]["noteCount"] == 1
+    listed = await _titles(gql, {"required": [concept]})
+    assert listed == ["open"]

@@ -42,6 +42,12 @@ WHERE id = :id RETURNING {columns}
 _DELETE_SCHEME = Query("DELETE FROM concept_scheme WHERE id = :id RETURNING id")
 
 _CONCEPTS = CONCEPT.query("SELECT {columns} FROM concept WHERE id = ANY(:ids::uuid[])")
+_TOP_CONCEPTS = CONCEPT.query("""
+SELECT {c.columns} FROM concept c
+WHERE c.scheme_id = :scheme AND NOT EXISTS (
+    SELECT 1 FROM concept_relation r WHERE r.source_id = c.id AND r.kind = 'broader')
+ORDER BY c.created_at, c.id
+""")
 _CONCEPTS_OF_SCHEMES = CONCEPT.query(
     "SELECT {columns} FROM concept WHERE scheme_id = ANY(:ids::uuid[]) ORDER BY created_at, id"
 )
@@ -265,6 +271,11 @@ class GovernanceRepository:
     async def concepts(self, conn: Connection, ids: Sequence[UUID]) -> dict[UUID, Concept]:
         rows = await conn.fetch(_CONCEPTS.sql, *_CONCEPTS.args(ids=list(ids)))
         return {row["id"]: CONCEPT.from_record(row) for row in rows}
+
+    async def top_concepts(self, conn: Connection, scheme_id: UUID) -> list[Concept]:
+        """The scheme's concepts that have no broader concept, oldest first."""
+        rows = await conn.fetch(_TOP_CONCEPTS.sql, *_TOP_CONCEPTS.args(scheme=scheme_id))
+        return CONCEPT.from_records(rows)
 
     async def concepts_of_schemes(self, conn: Connection, ids: Sequence[UUID]) -> list[Concept]:
         rows = await conn.fetch(_CONCEPTS_OF_SCHEMES.sql, *_CONCEPTS_OF_SCHEMES.args(ids=list(ids)))

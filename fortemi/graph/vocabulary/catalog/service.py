@@ -17,29 +17,25 @@ Each change publishes ``graph.vocabulary_changed`` after its commit.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
 from uuid import UUID, uuid4
 
-from fortemi.graph.events import graph_event
-from fortemi.graph.vocabulary.catalog.repository import GovernanceRepository, pref_taken, uri_taken
+from fortemi.graph.vocabulary.catalog.changes import Governed, missing
+from fortemi.graph.vocabulary.catalog.repository import pref_taken
 from fortemi.graph.vocabulary.health import HealthReport, assess
 from fortemi.graph.vocabulary.hierarchy import wiring_problem
 from fortemi.graph.vocabulary.models import (
     LITERARY_WARRANT,
     MAX_BROADER,
     MAX_DEPTH,
-    Collection,
     Concept,
     ConceptLabel,
     ConceptNote,
     ConceptRelation,
     ConceptScheme,
 )
-from fortemi.graph.vocabulary.repository import VocabularyRepository
 from fortemi.graph.vocabulary.validation import (
     check_confidence,
     check_dimension,
@@ -51,9 +47,8 @@ from fortemi.graph.vocabulary.validation import (
     check_title,
     check_uri,
 )
-from fortemi.platform.database import Connection, Database
+from fortemi.platform.database import Connection
 from fortemi.platform.errors import BadUserInput, Conflict, NotFound
-from fortemi.platform.events import EventBus
 from fortemi.platform.pages import Page, rows_to_fetch
 from fortemi.platform.sql import KeysetCursor
 
@@ -92,18 +87,8 @@ class ConceptChange:
     clear_dimension: bool = False
 
 
-def _missing(kind: str, ident: UUID) -> NotFound:
-    return NotFound(f"No {kind} {ident} in this memory", id=str(ident))
-
-
-class VocabularyCatalog:
+class VocabularyCatalog(Governed):
     """Reading and governing a memory's vocabulary."""
-
-    def __init__(self, db: Database, *, events: EventBus | None = None) -> None:
-        self._db = db
-        self._events = events
-        self._repo = GovernanceRepository()
-        self._tags = VocabularyRepository()
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -120,6 +105,10 @@ class VocabularyCatalog:
             return {}
         async with self._db.memory_transaction(memory) as conn:
             return await self._repo.concepts(conn, ids)
+
+    async def top_concepts(self, memory: str, scheme_id: UUID) -> list[Concept]:
+        async with self._db.memory_transaction(memory) as conn:
+            return await self._repo.top_concepts(conn, scheme_id)
 
     async def list_concepts(
         self,
@@ -171,14 +160,6 @@ class VocabularyCatalog:
         async with self._db.memory_transaction(memory) as conn:
             return await self._repo.relations(conn, ids)
 
-    async def collections(self, memory: str, scheme_id: UUID | None = None) -> list[Collection]:
-        async with self._db.memory_transaction(memory) as conn:
-            return await self._repo.collections(conn, scheme_id)
-
-    async def collection(self, memory: str, collection_id: UUID) -> Collection | None:
-        async with self._db.memory_transaction(memory) as conn:
-            return await self._repo.collection(conn, collection_id)
-
     async def health(self, memory: str) -> HealthReport:
         """The vocabulary's anti-patterns (see :mod:`fortemi.graph.vocabulary.health`),
         read in one transaction so the report is of one state."""
@@ -226,7 +207,7 @@ class VocabularyCatalog:
         async with self._changing(memory, actor, "scheme_updated", scheme_id) as conn:
             current = await self._repo.scheme(conn, scheme_id)
             if current is None:
-                raise _missing("concept scheme", scheme_id)
+                raise missing("concept scheme", scheme_id)
             changed = replace(
                 current,
                 title=current.title if title is None else check_title(title),
@@ -240,14 +221,14 @@ class VocabularyCatalog:
             await self._free_uri(conn, changed.uri, scheme_id)
             updated = await self._repo.update_scheme(conn, changed)
             if updated is None:
-                raise _missing("concept scheme", scheme_id)
+                raise missing("concept scheme", scheme_id)
             return updated
 
     async def delete_scheme(self, memory: str, scheme_id: UUID, *, actor: str | None) -> None:
         """Delete a scheme with its concepts, collections and their attachments to notes."""
         async with self._changing(memory, actor, "scheme_deleted", scheme_id) as conn:
             if not await self._repo.delete_scheme(conn, scheme_id):
-                raise _missing("concept scheme", scheme_id)
+                raise missing("concept scheme", scheme_id)
 
     # -- concepts --------------------------------------------------------------------------
 
@@ -285,13 +266,13 @@ class VocabularyCatalog:
         _disjoint(labels)
         async with self._changing(memory, actor, "concept_created", concept.id) as conn:
             if await self._repo.scheme(conn, draft.scheme_id) is None:
-                raise _missing("concept scheme", draft.scheme_id)
+                raise missing("concept scheme", draft.scheme_id)
             await self._free_uri(conn, concept.uri, concept.id)
             await self._free_pref(conn, draft.scheme_id, concept.id, pref, lang)
             known = await self._repo.concepts(conn, broader)
             for parent in broader:
                 if parent not in known:
-                    raise _missing("concept", parent)
+                    raise missing("concept", parent)
                 if await self._tags.level(conn, parent) + 1 > MAX_DEPTH:
                     raise BadUserInput(
                         f"Concepts nest at most {MAX_DEPTH} levels deep; {parent} is at "
@@ -342,7 +323,7 @@ class VocabularyCatalog:
             await self._free_uri(conn, changed.uri, concept_id)
             updated = await self._repo.update_concept(conn, changed)
             if updated is None:
-                raise _missing("concept", concept_id)
+                raise missing("concept", concept_id)
             return updated
 
     async def delete_concept(self, memory: str, concept_id: UUID, *, actor: str | None) -> None:
@@ -350,7 +331,7 @@ class VocabularyCatalog:
         narrower concepts lose that broader link (prefer deprecating a concept in use)."""
         async with self._changing(memory, actor, "concept_deleted", concept_id) as conn:
             if not await self._repo.delete_concept(conn, concept_id):
-                raise _missing("concept", concept_id)
+                raise missing("concept", concept_id)
 
     async def add_label(
         self,
@@ -477,104 +458,25 @@ class VocabularyCatalog:
             if not await self._repo.delete_relation(conn, "related", a, b):
                 raise NotFound(f"{a} and {b} are not related")
 
-    # -- collections -----------------------------------------------------------------------
-
-    async def create_collection(
-        self,
-        memory: str,
-        *,
-        scheme_id: UUID,
-        label: str,
-        ordered: bool = False,
-        uri: str | None = None,
-        members: Sequence[UUID] = (),
-        actor: str | None,
-    ) -> Collection:
-        collection = Collection(
-            id=uuid4(),
-            scheme_id=scheme_id,
-            uri=check_uri(uri),
-            label=check_label(label),
-            ordered=bool(ordered),
-            created_at=datetime.now(UTC),
-            members=_members(members),
-        )
-        async with self._changing(memory, actor, "collection_created", collection.id) as conn:
-            if await self._repo.scheme(conn, scheme_id) is None:
-                raise _missing("concept scheme", scheme_id)
-            await self._free_uri(conn, collection.uri, collection.id)
-            await self._known(conn, collection.members)
-            await self._repo.insert_collection(conn, collection)
-            found = await self._repo.collection(conn, collection.id)
-            if found is None:
-                raise RuntimeError("a collection inserted in this transaction is missing")
-            return found
-
-    async def set_collection_members(
-        self, memory: str, collection_id: UUID, members: Sequence[UUID], *, actor: str | None
-    ) -> Collection:
-        """Replace the members (in this order, which an ordered collection keeps)."""
-        wanted = _members(members)
-        async with self._changing(memory, actor, "collection_updated", collection_id) as conn:
-            if await self._repo.collection(conn, collection_id) is None:
-                raise _missing("collection", collection_id)
-            await self._known(conn, wanted)
-            await self._repo.set_members(conn, collection_id, wanted)
-            found = await self._repo.collection(conn, collection_id)
-            if found is None:
-                raise _missing("collection", collection_id)
-            return found
-
-    async def delete_collection(
-        self, memory: str, collection_id: UUID, *, actor: str | None
-    ) -> None:
-        async with self._changing(memory, actor, "collection_deleted", collection_id) as conn:
-            if not await self._repo.delete_collection(conn, collection_id):
-                raise _missing("collection", collection_id)
-
     # -- helpers ---------------------------------------------------------------------------
-
-    @asynccontextmanager
-    async def _changing(
-        self, memory: str, actor: str | None, action: str, subject: UUID
-    ) -> AsyncIterator[Connection]:
-        """One locked transaction for a governance change; its event after the commit."""
-        async with self._db.memory_transaction(memory, subject="The vocabulary") as conn:
-            await self._tags.lock(conn)
-            yield conn
-        await self.announce(memory, actor, {"action": action, "id": str(subject)})
-
-    async def announce(self, memory: str, actor: str | None, payload: dict[str, Any]) -> None:
-        if self._events is not None:
-            await self._events.publish(graph_event("vocabulary_changed", memory, actor, payload))
 
     async def _concept(self, conn: Connection, concept_id: UUID) -> Concept:
         found = (await self._repo.concepts(conn, [concept_id])).get(concept_id)
         if found is None:
-            raise _missing("concept", concept_id)
+            raise missing("concept", concept_id)
         return found
 
     async def _both(self, conn: Connection, a: UUID, b: UUID) -> None:
         found = await self._repo.concepts(conn, [a, b])
         for ident in (a, b):
             if ident not in found:
-                raise _missing("concept", ident)
-
-    async def _known(self, conn: Connection, ids: Sequence[UUID]) -> None:
-        found = await self._repo.concepts(conn, ids)
-        for ident in ids:
-            if ident not in found:
-                raise _missing("concept", ident)
+                raise missing("concept", ident)
 
     async def _related(self, conn: Connection, a: UUID, b: UUID) -> bool:
         return any(
             r.kind == "related" and {r.source_id, r.target_id} == {a, b}
             for r in await self._repo.relations(conn, [a])
         )
-
-    async def _free_uri(self, conn: Connection, uri: str | None, own_id: UUID) -> None:
-        if uri is not None and await uri_taken(conn, uri, own_id):
-            raise Conflict(f"URI {uri} is already used in this memory", reason="uri_taken")
 
     async def _free_pref(
         self, conn: Connection, scheme_id: UUID, own_id: UUID, label: str, lang: str
@@ -603,10 +505,3 @@ def _disjoint(labels: Sequence[ConceptLabel]) -> None:
 
 def _text(current: str | None, given: str | None, field: str) -> str | None:
     return current if given is None else check_text(given, field)
-
-
-def _members(members: Sequence[UUID]) -> tuple[UUID, ...]:
-    unique = tuple(dict.fromkeys(members))
-    if len(unique) != len(members):
-        raise BadUserInput("A collection lists each member once", field="members")
-    return unique
