@@ -1,0 +1,169 @@
+"""Graph maintenance as pure functions over numpy vectors and networkx graphs.
+
+Edges are undirected pairs ``(a, b)`` with ``a < b`` (:func:`pair`): a semantic link is
+stored in both directions but is one edge of the graph.
+
+* :func:`normalise` — read-time min-max over the memory's semantic scores, then ``** gamma``.
+* :func:`knn_sets` / :func:`snn_scores` — shared nearest neighbours. kNN is taken from the
+  note vectors (exact, blockwise), not from the link graph: the links are chosen by the
+  HNSW diversity heuristic, which removes exactly the triangles SNN counts, so SNN over
+  the links themselves would call almost every link noise.
+* :func:`pfnet_prune` — PFNET(q = 2, r = ∞), the relative neighbourhood graph restricted
+  to the graph's triangles: A-C goes when a common neighbour W has
+  ``max(d(A,W), d(W,C)) < d(A,C)``, strictly, so an equilateral triangle keeps all its
+  sides. Every edge is judged against the same input graph; the longest side of a
+  triangle goes and the shortest never does, so pruning never disconnects the graph.
+* :func:`communities` — Louvain (networkx) with a fixed seed, ids ordered by size then
+  smallest note id, and each node's confidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeAlias
+from uuid import UUID
+
+import networkx as nx
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "Communities",
+    "NoteGraph",
+    "Pair",
+    "communities",
+    "knn_sets",
+    "normalise",
+    "pair",
+    "pfnet_prune",
+    "snn_scores",
+]
+
+Pair = tuple[UUID, UUID]
+if TYPE_CHECKING:
+    NoteGraph: TypeAlias = nx.Graph[UUID]  # nodes are note ids
+else:  # networkx's Graph is generic in its stubs only
+    NoteGraph: TypeAlias = nx.Graph
+Vector = npt.NDArray[np.float32]
+LOUVAIN_SEED = 12
+
+
+def pair(a: UUID, b: UUID) -> Pair:
+    return (a, b) if a < b else (b, a)
+
+
+def normalise(score: float, low: float, high: float, gamma: float = 1.0) -> float:
+    """``((score - low) / (high - low)) ** gamma``, clamped to [0, 1]; a memory whose
+    semantic links all score the same maps them all to 1.0 (nothing to spread)."""
+    if high <= low:
+        return 1.0
+    scaled = min(1.0, max(0.0, (score - low) / (high - low)))
+    return float(scaled**gamma)
+
+
+def knn_sets(matrix: npt.NDArray[np.float32], k: int, *, block: int = 1024) -> list[frozenset[int]]:
+    """Each row's ``k`` most cosine-similar other rows (rows are unit vectors), exactly,
+    ``block`` rows at a time so memory stays at ``block * N`` floats. Ties go to the
+    lower row index, so the result does not depend on the block size."""
+    n = matrix.shape[0]
+    take = min(k, n - 1)
+    if take <= 0:
+        return [frozenset() for _ in range(n)]
+    out: list[frozenset[int]] = []
+    for start in range(0, n, block):
+        sims = matrix[start : start + block] @ matrix.T
+        rows = np.arange(sims.shape[0])
+        sims[rows, rows + start] = -np.inf
+        # A stable sort on the negated similarity keeps lower indices first among ties.
+        order = np.argsort(-sims, axis=1, kind="stable")[:, :take]
+        out.extend(frozenset(int(j) for j in row) for row in order)
+    return out
+
+
+def snn_scores(
+    pairs: Iterable[tuple[int, int]], knn: Sequence[frozenset[int]], k: int
+) -> list[float]:
+    """``|kNN(a) ∩ kNN(b)| / k`` for each pair of row indices."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1, not {k}")
+    return [min(1.0, len(knn[a] & knn[b]) / k) for a, b in pairs]
+
+
+def pfnet_prune(
+    prunable: Iterable[Pair], graph: NoteGraph, vectors: Mapping[UUID, Vector]
+) -> set[Pair]:
+    """The pairs of ``prunable`` (edges of ``graph``) that PFNET(q = 2, r = ∞) removes:
+    those with a common neighbour W in ``graph`` such that
+    ``max(d(A,W), d(W,C)) < d(A,C)``, with ``d = 1 - cosine`` of the note vectors.
+    ``graph`` holds every edge that may serve as a path (explicit and wiki links too);
+    a node without a vector neither is pruned through nor serves as W."""
+    cache: dict[Pair, float] = {}
+
+    def distance(a: UUID, b: UUID) -> float:
+        key = pair(a, b)
+        found = cache.get(key)
+        if found is None:
+            found = 1.0 - float(np.dot(vectors[a], vectors[b]))
+            cache[key] = found
+        return found
+
+    pruned: set[Pair] = set()
+    for a, c in prunable:
+        if a not in vectors or c not in vectors:
+            continue
+        direct = distance(a, c)
+        shared = set(graph.adj[a]).intersection(graph.adj[c])
+        for w in sorted(shared):
+            if w in vectors and max(distance(a, w), distance(w, c)) < direct:
+                pruned.add(pair(a, c))
+                break
+    return pruned
+
+
+@dataclass(frozen=True, slots=True)
+class Communities:
+    """Louvain's partition: each node's community id and confidence, each community's
+    members (index = id), and the partition's modularity."""
+
+    community: dict[UUID, int]
+    confidence: dict[UUID, float]
+    members: list[list[UUID]]
+    modularity: float
+
+
+def communities(
+    graph: NoteGraph, *, resolution: float = 1.0, seed: int = LOUVAIN_SEED
+) -> Communities:
+    """Louvain on ``graph`` (edge attribute ``weight``), deterministic for a given graph:
+    a fixed seed, nodes added in id order, and ids by size (largest first) then smallest
+    member id. A node's confidence is the share of its weighted degree that stays inside
+    its community; an isolated node is its own community with confidence 1.0 (all of
+    its — empty — neighbourhood is inside, and nothing pulls it elsewhere)."""
+    ordered: NoteGraph = nx.Graph()
+    ordered.add_nodes_from(sorted(graph.nodes))
+    ordered.add_weighted_edges_from(
+        sorted((*pair(a, b), float(d.get("weight", 1.0))) for a, b, d in graph.edges(data=True))
+    )
+    if ordered.number_of_nodes() == 0:
+        return Communities({}, {}, [], 0.0)
+    found = nx.community.louvain_communities(
+        ordered, weight="weight", resolution=resolution, seed=seed
+    )
+    members = sorted((sorted(group) for group in found), key=lambda g: (-len(g), g[0]))
+    community = {node: index for index, group in enumerate(members) for node in group}
+    confidence: dict[UUID, float] = {}
+    for node in ordered.nodes:
+        total = inside = 0.0
+        for other, data in ordered.adj[node].items():
+            weight = float(data.get("weight", 1.0))
+            total += weight
+            if community[other] == community[node]:
+                inside += weight
+        confidence[node] = inside / total if total > 0 else 1.0
+    modularity = (
+        float(nx.community.modularity(ordered, found, weight="weight", resolution=resolution))
+        if ordered.number_of_edges() > 0
+        else 0.0
+    )
+    return Communities(community, confidence, members, modularity)
