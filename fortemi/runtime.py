@@ -31,6 +31,11 @@ from fortemi.auth.audit import AuditKeyring, AuditService, AuditWriter
 from fortemi.auth.local_issuer import LocalIssuer
 from fortemi.auth.policy import AccessDecisionEngine, PolicyService, build_policy_service
 from fortemi.auth.tokens import TokenValidator
+from fortemi.graph.linking.jobs import linking_followups, linking_job_type
+from fortemi.graph.linking.service import LinkingSettings, NoteLinker
+from fortemi.graph.maintenance.jobs import maintenance_job_type
+from fortemi.graph.maintenance.plan import MaintenanceSettings
+from fortemi.graph.maintenance.service import GraphMaintenance
 from fortemi.graphql.services import Services
 from fortemi.inference import InferenceBackend, build_backend
 from fortemi.platform.database import Database
@@ -69,6 +74,21 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+def linking_settings(settings: Settings) -> LinkingSettings:
+    return LinkingSettings(
+        min_score=settings.link_min_score, k_min=settings.link_k_min, k_max=settings.link_k_max
+    )
+
+
+def maintenance_settings(settings: Settings) -> MaintenanceSettings:
+    return MaintenanceSettings(
+        k_min=settings.link_k_min,
+        k_max=settings.link_k_max,
+        gamma=settings.graph_gamma,
+        resolution=settings.graph_resolution,
+    )
+
+
 def job_registry(settings: Settings, *, backend: InferenceBackend | None = None) -> RegistryFactory:
     """Every feature's job types, with services built on the worker's own database.
 
@@ -98,7 +118,19 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
         registry = JobRegistry()
         registry.register(purge_note_type(notes))
         registry.register(webhook_delivery_type(db, box, delivery))
-        registry.register(embedding_job_type(db, embedder, chunking, tier=embedding_tier(embedder)))
+        registry.register(
+            embedding_job_type(
+                db,
+                embedder,
+                chunking,
+                tier=embedding_tier(embedder),
+                followups=linking_followups,
+            )
+        )
+        registry.register(linking_job_type(NoteLinker(db, None, linking_settings(settings))))
+        registry.register(
+            maintenance_job_type(GraphMaintenance(db, None, maintenance_settings(settings)))
+        )
         return registry
 
     return factory
@@ -247,6 +279,7 @@ def _build_services(parts: _Parts) -> Services:
             indexers=[EmbeddingEnqueuer(jobs, wakeups.dispatch_all, tier=embedding_tier(backend))],
         ),
         search=SearchService(db, backend),
+        maintenance=GraphMaintenance(db, None, maintenance_settings(settings)),
         jobs=jobs,
         wakeups=wakeups,
         webhooks=WebhookService(

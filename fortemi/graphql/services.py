@@ -14,6 +14,7 @@ from fortemi.auth.access import Authorizer
 from fortemi.auth.audit import AuditService
 from fortemi.auth.policy import PolicyService
 from fortemi.auth.tokens import TokenValidator
+from fortemi.graph.maintenance.service import GraphMaintenance
 from fortemi.platform.events import EventBus
 from fortemi.platform.jobs.models import Job
 from fortemi.platform.jobs.service import JobService
@@ -44,6 +45,7 @@ class Services:
     memories: MemoryService
     notes: NoteService
     search: SearchService
+    maintenance: GraphMaintenance
     jobs: JobService
     wakeups: JobWakeups
     webhooks: WebhookService
