@@ -29,6 +29,7 @@ from fortemi.graphql.errors import VariableValuesError, render_errors
 from fortemi.graphql.events import EventSubscription
 from fortemi.graphql.jobs import JobMutation, JobQuery
 from fortemi.graphql.limits import QueryLimits, operation_limits_rule, oversized_variables
+from fortemi.graphql.maintenance import MaintenanceMutation, MaintenanceQuery
 from fortemi.graphql.memories import MemoryMutation, MemoryQuery
 from fortemi.graphql.metrics import OperationMetrics, count_errors
 from fortemi.graphql.notes import NoteMutation, NoteQuery
@@ -52,10 +53,19 @@ Query = merge_types(
         WebhookQuery,
         AuditQuery,
         PolicyQuery,
+        MaintenanceQuery,
     ),
 )
 Mutation = merge_types(
-    "Mutation", (MemoryMutation, NoteMutation, JobMutation, WebhookMutation, PolicyMutation)
+    "Mutation",
+    (
+        MemoryMutation,
+        NoteMutation,
+        JobMutation,
+        WebhookMutation,
+        PolicyMutation,
+        MaintenanceMutation,
+    ),
 )
 Subscription = merge_types("Subscription", (EventSubscription, AuditSubscription))
 
