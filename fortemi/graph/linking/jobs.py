@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from uuid import UUID
 
+from fortemi.graph.events import graph_event
 from fortemi.graph.linking.service import NoteLinker
 from fortemi.graph.maintenance.jobs import maintenance_spec
+from fortemi.platform.ids import to_global_id
 from fortemi.platform.jobs.models import HandlerContext, JobOutcome, JobSpec, JobType, Tier
 
 __all__ = ["LINKING", "linking_followups", "linking_job_type", "linking_spec", "set_id_of"]
@@ -63,6 +65,15 @@ class _LinkingHandler:
             return JobOutcome.failure("invalid_payload")
         outcome = await self._linker.link(memory, note_id, set_id)
         if outcome.skipped is None:
+            # graph.* reaches memory-wide readers only, so naming the note leaks nothing.
+            await context.publish(
+                graph_event(
+                    "linked",
+                    memory,
+                    context.job.requested_by,
+                    {"noteId": to_global_id("Note", note_id), **outcome.as_result()},
+                )
+            )
             await context.enqueue(maintenance_spec(memory, set_id=outcome.set_id))
         return JobOutcome.success(outcome.as_result())
 

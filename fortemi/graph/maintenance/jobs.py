@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fortemi.graph.events import graph_event
 from fortemi.graph.maintenance.service import GraphMaintenance, parse_steps
 from fortemi.platform.errors import BadUserInput
 from fortemi.platform.jobs.models import HandlerContext, JobOutcome, JobSpec, JobType, Tier
@@ -87,6 +88,10 @@ class _MaintenanceHandler:
         )
         if report.aborted is not None:
             return JobOutcome.failure(report.aborted)
+        if report.snapshot is not None:
+            await context.publish(
+                graph_event("maintained", job.memory, job.requested_by, report.as_result())
+            )
         return JobOutcome.success(report.as_result())
 
 

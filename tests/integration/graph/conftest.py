@@ -55,9 +55,10 @@ async def run_job(
     memory: str,
     payload: dict[str, Any],
     enqueued: list[JobSpec] | None = None,
+    published: list[Event] | None = None,
 ) -> JobOutcome:
     """Run ``job_type``'s handler as a worker would; specs it enqueues go to ``enqueued``
-    (None: enqueueing is a test failure)."""
+    (None: enqueueing is a test failure), events it publishes to ``published``."""
     now = datetime.now(UTC)
     job = Job(
         id=uuid4(), memory=memory, type=job_type.name, tier=Tier.CPU, priority=4,
@@ -79,10 +80,11 @@ async def run_job(
     async def refuse(*_: Any) -> Job:
         raise AssertionError("no escalation expected")
 
-    async def no_events(event: Event) -> None:
-        return None
+    async def publish(event: Event) -> None:
+        if published is not None:
+            published.append(event)
 
     context = HandlerContext(
-        job=job, report_progress=progress, enqueue=enqueue, escalate=refuse, publish=no_events
+        job=job, report_progress=progress, enqueue=enqueue, escalate=refuse, publish=publish
     )
     return await job_type.handler(context)

@@ -17,6 +17,8 @@ from fortemi.graph.maintenance.plan import MaintenanceSettings, Step
 from fortemi.graph.maintenance.service import GraphMaintenance
 from fortemi.inference import LocalEmbeddingBackend
 from fortemi.platform.database import Database
+from fortemi.platform.events import Event
+from fortemi.platform.ids import to_global_id
 from fortemi.platform.jobs.models import JobSpec, Tier
 from fortemi.retrieval.indexing import Chunking, embedding_job_type
 from tests.integration.graph.conftest import Write, run_job
@@ -97,6 +99,11 @@ async def test_embedding_then_linking_links_every_note_both_ways_and_asks_for_ma
 ) -> None:
     ids, maintenance = await _build(db, memory, write, local_backend)
     assert {spec.type for spec in maintenance} == {GRAPH_MAINTENANCE}
+    events: list[Event] = []
+    await run_job(linking_job_type(NoteLinker(db)), memory, {"note_id": str(ids[0])}, [], events)
+    assert [(e.type, e.payload["noteId"]) for e in events] == [
+        ("graph.linked", to_global_id("Note", ids[0]))
+    ]
     assert {spec.dedupe_key for spec in maintenance} == {f"{GRAPH_MAINTENANCE}:{memory}"}
     links = await _links(db, memory)
     assert links, "the notes were linked"
@@ -161,9 +168,13 @@ async def test_maintenance_prunes_groups_and_snapshots_and_runs_idempotently(
 ) -> None:
     ids, specs = await _build(db, memory, write, local_backend)
     job = maintenance_job_type(GraphMaintenance(db))
-    outcome = await run_job(job, memory, specs[-1].payload)
+    events: list[Event] = []
+    outcome = await run_job(job, memory, specs[-1].payload, published=events)
     assert outcome.kind == "success", outcome
     assert outcome.result is not None
+    assert [(e.type, e.memory, e.payload["snapshotId"]) for e in events] == [
+        ("graph.maintained", memory, outcome.result["snapshotId"])
+    ]
     metrics = outcome.result["metrics"]
     assert metrics["nodes"] == len(ids)
     assert metrics["snn"]["status"] in {"ran", "skipped"}
