@@ -7,9 +7,12 @@ CREATE TABLE concept_scheme (
     uri          text UNIQUE,
     title        text NOT NULL CHECK (char_length(title) BETWEEN 1 AND 500),
     description  text,
+    -- The scheme path tags and tagging jobs create their concepts in (made on first use).
+    is_default   boolean NOT NULL DEFAULT false,
     created_at   timestamptz NOT NULL DEFAULT clock_timestamp(),
     created_by   text
 );
+CREATE UNIQUE INDEX concept_scheme_one_default ON concept_scheme (is_default) WHERE is_default;
 
 CREATE TABLE concept (
     id           uuid PRIMARY KEY,

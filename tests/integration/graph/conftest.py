@@ -1,4 +1,5 @@
-"""Fixtures for graph tests: notes written through the note service, the real local
+"""Fixtures for graph tests: notes written through the note service (plain, or with the
+indexer that maps path tags to concepts), the vocabulary service, the real local
 embedding model, and job handlers run as a worker would run them."""
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from uuid import UUID, uuid4
 
 import pytest
 
+from fortemi.graph.vocabulary import VocabularyService
+from fortemi.graph.vocabulary.indexer import PathTagIndexer
 from fortemi.inference import LocalEmbeddingBackend
 from fortemi.platform.database import Database
 from fortemi.platform.events import Event
@@ -25,6 +28,22 @@ from fortemi.platform.jobs.models import (
 from fortemi.platform.notes import NoteDraft, NoteService
 
 Write = Callable[..., Awaitable[UUID]]
+
+
+@pytest.fixture(scope="session")
+def vocabulary(db: Database) -> VocabularyService:
+    return VocabularyService(db)
+
+
+@pytest.fixture(scope="session")
+def tagged_notes(db: Database, vocabulary: VocabularyService) -> NoteService:
+    return NoteService(
+        db,
+        max_note_bytes=100_000,
+        max_page_size=100,
+        max_upsert_batch=100,
+        indexers=[PathTagIndexer(vocabulary)],
+    )
 
 
 @pytest.fixture
