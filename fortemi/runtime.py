@@ -36,6 +36,7 @@ from fortemi.graph.linking.service import LinkingSettings, NoteLinker
 from fortemi.graph.maintenance.jobs import maintenance_job_type
 from fortemi.graph.maintenance.plan import MaintenanceSettings
 from fortemi.graph.maintenance.service import GraphMaintenance
+from fortemi.graph.vocabulary import VocabularyService
 from fortemi.graphql.services import Services
 from fortemi.inference import InferenceBackend, build_backend
 from fortemi.platform.database import Database
@@ -127,9 +128,11 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
                 followups=linking_followups,
             )
         )
-        registry.register(linking_job_type(NoteLinker(db, None, linking_settings(settings))))
+        # Concepts weigh in linking scores and name communities.
+        vocabulary = VocabularyService(db)
+        registry.register(linking_job_type(NoteLinker(db, vocabulary, linking_settings(settings))))
         registry.register(
-            maintenance_job_type(GraphMaintenance(db, None, maintenance_settings(settings)))
+            maintenance_job_type(GraphMaintenance(db, vocabulary, maintenance_settings(settings)))
         )
         return registry
 
@@ -279,7 +282,7 @@ def _build_services(parts: _Parts) -> Services:
             indexers=[EmbeddingEnqueuer(jobs, wakeups.dispatch_all, tier=embedding_tier(backend))],
         ),
         search=SearchService(db, backend),
-        maintenance=GraphMaintenance(db, None, maintenance_settings(settings)),
+        maintenance=GraphMaintenance(db, VocabularyService(db), maintenance_settings(settings)),
         jobs=jobs,
         wakeups=wakeups,
         webhooks=WebhookService(

@@ -15,6 +15,7 @@ from fortemi.graph.linking.service import LinkingSettings, NoteLinker
 from fortemi.graph.maintenance.jobs import GRAPH_MAINTENANCE, maintenance_job_type
 from fortemi.graph.maintenance.plan import MaintenanceSettings, Step
 from fortemi.graph.maintenance.service import GraphMaintenance
+from fortemi.graph.vocabulary import ConceptProposal, VocabularyService
 from fortemi.inference import LocalEmbeddingBackend
 from fortemi.platform.database import Database
 from fortemi.platform.events import Event
@@ -42,7 +43,12 @@ TOPICS = {
 
 
 async def _build(
-    db: Database, memory: str, write: Write, backend: LocalEmbeddingBackend
+    db: Database,
+    memory: str,
+    write: Write,
+    backend: LocalEmbeddingBackend,
+    *,
+    vocabulary: VocabularyService | None = None,
 ) -> tuple[list[UUID], list[JobSpec]]:
     """Write the notes, run Embedding (with linking as its follow-up) then each Linking
     job; the maintenance specs linking enqueued are returned.
@@ -51,6 +57,11 @@ async def _build(
     notes before them; the Linking jobs run a second time (what ``bulkReprocessNotes``
     with LINKING does), when every note has its vector."""
     ids = [await write(title, content) for notes in TOPICS.values() for title, content in notes]
+    if vocabulary is not None:  # each note gets its topic as a concept
+        for i, note_id in enumerate(ids):
+            topic = list(TOPICS)[i // 5]
+            proposal = ConceptProposal(("topics", topic), None, 0.9, 0.9)
+            await vocabulary.tag_note(memory, note_id, [proposal], source="api", actor="test")
     embedding = embedding_job_type(
         db, backend, Chunking(size=300, overlap=50), tier=Tier.CPU, followups=linking_followups
     )
@@ -60,7 +71,7 @@ async def _build(
         assert outcome.kind == "success"
     assert [spec.type for spec in linking_specs] == [LINKING] * len(ids)
     assert linking_specs[0].dedupe_key == f"{LINKING}:{memory}:{ids[0]}"
-    linking = linking_job_type(NoteLinker(db))
+    linking = linking_job_type(NoteLinker(db, vocabulary))
     maintenance_specs: list[JobSpec] = []
     for spec in [*linking_specs, *linking_specs]:
         outcome = await run_job(linking, memory, spec.payload, maintenance_specs)
@@ -198,6 +209,29 @@ async def test_maintenance_prunes_groups_and_snapshots_and_runs_idempotently(
     assert after["notes"] == rows["notes"]
     assert after["communities"] == rows["communities"]
     assert len(after["snapshots"]) == 2
+
+
+async def test_shared_concepts_weigh_in_links_and_name_communities(
+    db: Database,
+    memory: str,
+    write: Write,
+    local_backend: LocalEmbeddingBackend,
+    vocabulary: VocabularyService,
+) -> None:
+    ids, _ = await _build(db, memory, write, local_backend, vocabulary=vocabulary)
+    links = await _links(db, memory)
+    assert {row[0] for row in links} == set(ids)
+    for row in links:
+        metadata = row[5]
+        assert metadata["weight"] == 0.3  # both ends have concepts
+        # Every link joins one topic (overlap 1.0): 0.7 x similarity + 0.3.
+        assert metadata["overlap"] == 1.0
+        assert row[3] == pytest.approx(0.7 * metadata["similarity"] + 0.3, abs=1e-5)
+    report = await GraphMaintenance(db, vocabulary).run(memory, [Step.COMMUNITIES])
+    assert report.snapshot is not None
+    async with db.memory_transaction(memory) as conn:
+        labels = await conn.fetch("SELECT label FROM graph_community ORDER BY community")
+    assert {row["label"] for row in labels} == {"cats", "databases"}
 
 
 async def test_a_dry_run_reports_and_writes_nothing(
