@@ -219,23 +219,25 @@ class LinkingRepository:
         chose and no longer does go."""
         origin = str(note_id)
         await conn.execute(_WITHDRAW.sql, *_WITHDRAW.args(note_id=note_id, origin=origin))
-        rows = []
+        keyed = []
         for link in links:
             choice = {**link.metadata, "rank": link.rank, "score": link.score}
             metadata = {"choices": {origin: choice}}
             for source, target in ((note_id, link.target_id), (link.target_id, note_id)):
-                rows.append(
-                    _UPSERT_LINK.args(
-                        source_id=source,
-                        target_id=target,
-                        score=link.score,
-                        rank=link.rank,
-                        metadata=metadata,
-                        set_id=set_id,
-                        model=model,
-                    )
+                binds = _UPSERT_LINK.args(
+                    source_id=source,
+                    target_id=target,
+                    score=link.score,
+                    rank=link.rank,
+                    metadata=metadata,
+                    set_id=set_id,
+                    model=model,
                 )
-        if rows:
-            await conn.executemany(_UPSERT_LINK.sql, rows)
+                keyed.append(((source, target), binds))
+        if keyed:
+            # In key order: two notes linked at once lock their shared rows in the same
+            # order, so they wait for each other instead of deadlocking.
+            keyed.sort(key=lambda item: item[0])
+            await conn.executemany(_UPSERT_LINK.sql, [binds for _, binds in keyed])
         await conn.execute(_DROP_UNCHOSEN.sql, *_DROP_UNCHOSEN.args(note_id=note_id))
         await conn.execute(_DERIVE.sql, *_DERIVE.args(note_id=note_id))
