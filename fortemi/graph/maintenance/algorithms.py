@@ -142,25 +142,34 @@ def communities(
     member id. A node's confidence is the share of its weighted degree that stays inside
     its community; an isolated node is its own community with confidence 1.0 (all of
     its — empty — neighbourhood is inside, and nothing pulls it elsewhere)."""
-    ordered: NoteGraph = nx.Graph()
-    ordered.add_nodes_from(sorted(graph.nodes))
-    ordered.add_weighted_edges_from(
-        sorted((*pair(a, b), float(d.get("weight", 1.0))) for a, b, d in graph.edges(data=True))
-    )
-    if ordered.number_of_nodes() == 0:
+    nodes = sorted(graph.nodes)
+    if not nodes:
         return Communities({}, {}, [], 0.0)
+    # Louvain runs on the nodes' positions in id order: ints hash in C, a UUID's hash is
+    # a Python call, and Louvain is mostly dictionary lookups (about twice as fast).
+    index = {node: i for i, node in enumerate(nodes)}
+    ordered: nx.Graph[int] = nx.Graph()
+    ordered.add_nodes_from(range(len(nodes)))
+    edges = []
+    for a, b, d in graph.edges(data=True):
+        i, j = index[a], index[b]
+        edges.append((min(i, j), max(i, j), float(d.get("weight", 1.0))))
+    ordered.add_weighted_edges_from(sorted(edges))
     found = nx.community.louvain_communities(
         ordered, weight="weight", resolution=resolution, seed=seed
     )
-    members = sorted((sorted(group) for group in found), key=lambda g: (-len(g), g[0]))
-    community = {node: index for index, group in enumerate(members) for node in group}
+    groups = sorted((sorted(group) for group in found), key=lambda g: (-len(g), g[0]))
+    of = [0] * len(nodes)
+    for number, group in enumerate(groups):
+        for i in group:
+            of[i] = number
     confidence: dict[UUID, float] = {}
-    for node in ordered.nodes:
+    for i, node in enumerate(nodes):
         total = inside = 0.0
-        for other, data in ordered.adj[node].items():
+        for other, data in ordered.adj[i].items():
             weight = float(data.get("weight", 1.0))
             total += weight
-            if community[other] == community[node]:
+            if of[other] == of[i]:
                 inside += weight
         confidence[node] = inside / total if total > 0 else 1.0
     modularity = (
@@ -168,4 +177,6 @@ def communities(
         if ordered.number_of_edges() > 0
         else 0.0
     )
+    members = [[nodes[i] for i in group] for group in groups]
+    community = {nodes[i]: of[i] for i in range(len(nodes))}
     return Communities(community, confidence, members, modularity)
