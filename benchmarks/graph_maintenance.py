@@ -64,7 +64,10 @@ def synthetic_vectors(count: int, seed: int = 12) -> npt.NDArray[np.float32]:
     return vectors.astype(np.float32)
 
 
-def pure(vectors: npt.NDArray[np.float32]) -> list[list[str]]:
+def pure(
+    vectors: npt.NDArray[np.float32],
+) -> tuple[list[list[str]], list[tuple[int, int, float]]]:
+    """The pure figures, and the semantic links (row positions, score) they worked on."""
     n = vectors.shape[0]
     ids = [UUID(int=i + 1) for i in range(n)]
     started = time.perf_counter()
@@ -101,6 +104,7 @@ def pure(vectors: npt.NDArray[np.float32]) -> list[list[str]]:
     modularity = nx.community.modularity(graph, baseline, weight="weight")
     select = Latency.of(selection)
     snn = plan.metrics.get("snn", {})
+    links = [(position[a], position[b], score) for (a, b), score in semantic.items()]
     return [
         ["exact top-10 neighbours (all notes)", ms(knn_seconds), ""],
         ["selection per note (p50 / p95)", f"{ms(select.p50)} / {ms(select.p95)}", ""],
@@ -117,10 +121,12 @@ def pure(vectors: npt.NDArray[np.float32]) -> list[list[str]]:
             ms(louvain_seconds),
             f"{len(baseline)} communities, Q {modularity:.3f}",
         ],
-    ]
+    ], links
 
 
-async def _populate(stage: Stage, memory: str, vectors: npt.NDArray[np.float32]) -> list[UUID]:
+async def _populate(
+    stage: Stage, memory: str, vectors: npt.NDArray[np.float32]
+) -> tuple[list[UUID], int]:
     notes = NoteService(stage.db, max_note_bytes=1 << 20, max_page_size=100, max_upsert_batch=500)
     ids: list[UUID] = []
     for start in range(0, len(vectors), 50):
@@ -145,7 +151,7 @@ async def _populate(stage: Stage, memory: str, vectors: npt.NDArray[np.float32])
             [(chosen.id, n, v) for n, v in zip(ids, vectors, strict=True)],
         )
         await linking.ensure_index(conn, chosen.id, DIMENSION)
-    return ids
+    return ids, chosen.id
 
 
 async def database(args: argparse.Namespace, vectors: npt.NDArray[np.float32]) -> None:
@@ -155,21 +161,33 @@ async def database(args: argparse.Namespace, vectors: npt.NDArray[np.float32]) -
             setup = await common_setup(urls, embedded, home)
             setup.append(("notes", f"{len(vectors)} synthetic, {DIMENSION} dimensions"))
             print_setup("graph maintenance: linking and maintenance", setup)
-            rows = pure(vectors)
+            rows, candidate_links = pure(vectors)
             print("## pure algorithms")
             print(table(["what", "time", "result"], rows, "<><"))
             print(flush=True)
             memory = await stage.open_memory()
             began = time.perf_counter()
-            ids = await _populate(stage, memory, vectors)
+            ids, set_id = await _populate(stage, memory, vectors)
             populate = time.perf_counter() - began
             linker = NoteLinker(stage.db)
             sample = random.Random(12).sample(ids, min(args.sample, len(ids)))
             timings = []
             for note_id in sample:
                 began = time.perf_counter()
-                await linker.link(memory, note_id)
+                await linker.link(memory, note_id, set_id)
                 timings.append(time.perf_counter() - began)
+            # Maintenance gets the pure part's graph: every note's selected links and its
+            # top-10 candidates, as semantic rows.
+            async with stage.db.memory_transaction(memory) as conn:
+                await conn.executemany(
+                    "INSERT INTO note_link (source_id, target_id, kind, score) "
+                    "VALUES ($1, $2, 'semantic', $3) ON CONFLICT DO NOTHING",
+                    [
+                        (ids[x], ids[y], max(0.0, min(1.0, s)))
+                        for a, b, s in candidate_links
+                        for x, y in ((a, b), (b, a))
+                    ],
+                )
             per_note = Latency.of(timings)
             maintenance = GraphMaintenance(stage.db)
             began = time.perf_counter()

@@ -61,7 +61,15 @@ def index_name(set_id: int) -> str:
     return f"note_embedding_hnsw_{int(set_id)}"
 
 
-_LATEST_SET = Query("SELECT max(set_id) FROM chunk_embedding WHERE note_id = :note_id")
+# Per set, newest first, one probe of chunk_embedding's (set_id, note_id) index each: a
+# note's chunks are not indexed by note alone, and a memory has a handful of sets.
+_LATEST_SET = Query(
+    """
+    SELECT s.id FROM embedding_set s
+    WHERE EXISTS (SELECT 1 FROM chunk_embedding e WHERE e.set_id = s.id AND e.note_id = :note_id)
+    ORDER BY s.id DESC LIMIT 1
+    """
+)
 _CHUNK_VECTORS = Query(
     "SELECT embedding FROM chunk_embedding WHERE set_id = :set_id AND note_id = :note_id"
 )
@@ -73,10 +81,9 @@ _UPSERT_VECTOR = Query(
     "WHERE note_embedding.embedding IS DISTINCT FROM excluded.embedding"
 )
 _DROP_VECTOR = Query("DELETE FROM note_embedding WHERE set_id = :set_id AND note_id = :note_id")
-_COUNT = Query(
-    "SELECT count(*) FROM note_embedding e JOIN note n ON n.id = e.note_id "
-    "WHERE e.set_id = :set_id AND n.deleted_at IS NULL"
-)
+# Deleted notes' vectors count too: k = floor(log2 N) hardly moves, and the count stays
+# an index-only scan of the primary key.
+_COUNT = Query("SELECT count(*) FROM note_embedding WHERE set_id = :set_id")
 # A pair's rows keep every note's choice of it in ``metadata.choices`` (origin → its
 # rank, score, strategy, ...). Withdraw a note's choices, upsert its new ones, drop pairs
 # nobody chooses, then derive each touched row from the choices alone: the row's own
