@@ -100,26 +100,27 @@ def pfnet_prune(
     ``max(d(A,W), d(W,C)) < d(A,C)``, with ``d = 1 - cosine`` of the note vectors.
     ``graph`` holds every edge that may serve as a path (explicit and wiki links too);
     a node without a vector neither is pruned through nor serves as W."""
-    cache: dict[Pair, float] = {}
-
-    def distance(a: UUID, b: UUID) -> float:
-        key = pair(a, b)
-        found = cache.get(key)
-        if found is None:
-            found = 1.0 - float(np.dot(vectors[a], vectors[b]))
-            cache[key] = found
-        return found
-
+    # Integer positions and one matrix: set intersections of ints and one small matrix
+    # product per edge, instead of UUID hashing and a dot product per triangle.
+    nodes = [node for node in graph.nodes if node in vectors]
+    position = {node: i for i, node in enumerate(nodes)}
+    if not nodes:
+        return set()
+    matrix = np.vstack([vectors[node] for node in nodes]).astype(np.float32)
+    adjacency = [{position[w] for w in graph.adj[node] if w in position} for node in nodes]
     pruned: set[Pair] = set()
     for a, c in prunable:
-        if a not in vectors or c not in vectors:
+        i, j = position.get(a), position.get(c)
+        if i is None or j is None:
             continue
-        direct = distance(a, c)
-        shared = set(graph.adj[a]).intersection(graph.adj[c])
-        for w in sorted(shared):
-            if w in vectors and max(distance(a, w), distance(w, c)) < direct:
-                pruned.add(pair(a, c))
-                break
+        shared = adjacency[i] & adjacency[j]
+        if not shared:
+            continue
+        direct = 1.0 - float(matrix[i] @ matrix[j])
+        ws = matrix[sorted(shared)]
+        via = np.maximum(1.0 - ws @ matrix[i], 1.0 - ws @ matrix[j])
+        if bool((via < direct).any()):
+            pruned.add(pair(a, c))
     return pruned
 
 
