@@ -75,8 +75,9 @@ def knn_sets(matrix: npt.NDArray[np.float32], k: int, *, block: int = 1024) -> l
         rows = np.arange(sims.shape[0])
         sims[rows, rows + start] = -np.inf
         if take < n - 1:
-            # Partial selection: O(N) per row rather than a full sort.
-            order = np.argpartition(-sims, take - 1, axis=1)[:, :take]
+            # Partial selection, O(N) per row rather than a full sort; on the similarities
+            # themselves (the last ``take``), which spares a negated copy of the block.
+            order = np.argpartition(sims, n - take, axis=1)[:, n - take :]
         else:
             order = np.argsort(-sims, axis=1)[:, :take]
         out.extend(frozenset(int(j) for j in row) for row in order)
