@@ -111,7 +111,10 @@ def pure(
         [
             f"full maintenance plan, {len(semantic)} links",
             ms(plan_seconds),
-            f"SNN {snn.get('status')} (kept {snn.get('edgesAfter')}), "
+            f"SNN {snn.get('status')} (kept {snn.get('edgesAfter')}, "
+            f"{snn.get('ms')} ms), "
+            f"PFNET {plan.metrics.get('pfnet', {}).get('ms')} ms, "
+            f"Louvain {plan.metrics['communities']['ms']} ms; "
             f"PFNET kept {plan.metrics.get('pfnet', {}).get('edgesAfter')}, "
             f"{plan.metrics['communities']['count']} communities, "
             f"Q {plan.metrics['communities']['modularity']:.3f}",

@@ -20,6 +20,7 @@ Decisions (the README gives the reasons at more length):
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -98,6 +99,12 @@ class MaintenancePlan:
     pruned: frozenset[Pair] | None
     communities: Communities | None
     metrics: dict[str, Any]
+
+
+def _ms_since(began: float) -> float:
+    """Milliseconds since ``began`` (a perf_counter reading): each step's cost, in its
+    figures, so snapshots show where a run's time went."""
+    return round((time.perf_counter() - began) * 1000, 1)
 
 
 def _mean_degree(edges: int, nodes: int) -> float:
@@ -196,7 +203,9 @@ def plan_maintenance(
     snn: dict[Pair, float] | None = None
     deleted: frozenset[Pair] = frozenset()
     if Step.SNN in chosen:
+        began = time.perf_counter()
         snn, deleted, aborted = _snn(state, settings, allow_aggressive_pruning, metrics)
+        metrics["snn"]["ms"] = _ms_since(began)
         if aborted is not None:
             return MaintenancePlan(chosen, aborted, deleted, snn, None, None, metrics)
     semantic = {p: s for p, s in state.semantic.items() if p not in deleted}
@@ -204,13 +213,16 @@ def plan_maintenance(
     new_pruned: frozenset[Pair] | None = None
     if Step.PFNET in chosen:
         paths = _traversable(state, semantic, frozenset(), (0.0, 1.0), 1.0)
+        began = time.perf_counter()
         new_pruned = frozenset(pfnet_prune(sorted(semantic), paths, state.vectors))
+        took = _ms_since(began)
         pruned = new_pruned
         metrics["pfnet"] = {
             "edgesBefore": len(semantic),
             "edgesAfter": len(semantic) - len(pruned),
             "pruned": len(pruned),
             "retention": (len(semantic) - len(pruned)) / len(semantic) if semantic else 1.0,
+            "ms": took,
         }
     scores = list(semantic.values())
     bounds = (min(scores), max(scores)) if scores else (0.0, 1.0)
@@ -219,12 +231,15 @@ def plan_maintenance(
     graph = _traversable(state, semantic, pruned, bounds, settings.gamma)
     found: Communities | None = None
     if Step.COMMUNITIES in chosen:
+        began = time.perf_counter()
         found = communities(graph, resolution=settings.resolution)
+        took = _ms_since(began)
         metrics["communities"] = {
             "count": len(found.members),
             "largest": len(found.members[0]) if found.members else 0,
             "modularity": found.modularity,
             "resolution": settings.resolution,
+            "ms": took,
         }
     metrics.update(
         edgesAfter=graph.number_of_edges(),
