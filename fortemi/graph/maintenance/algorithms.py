@@ -101,27 +101,45 @@ def pfnet_prune(
     ``max(d(A,W), d(W,C)) < d(A,C)``, with ``d = 1 - cosine`` of the note vectors.
     ``graph`` holds every edge that may serve as a path (explicit and wiki links too);
     a node without a vector neither is pruned through nor serves as W."""
-    # Integer positions and one matrix: set intersections of ints and one small matrix
-    # product per edge, instead of UUID hashing and a dot product per triangle.
+    # Integer positions, and every edge's distance computed once in one vectorised pass:
+    # the triangle tests are then set intersections and dictionary lookups of ints.
     nodes = [node for node in graph.nodes if node in vectors]
     position = {node: i for i, node in enumerate(nodes)}
     if not nodes:
         return set()
     matrix = np.vstack([vectors[node] for node in nodes]).astype(np.float32)
-    adjacency = [{position[w] for w in graph.adj[node] if w in position} for node in nodes]
+    adjacency: list[set[int]] = [set() for _ in nodes]
+    for a, b in graph.edges:
+        i, j = position.get(a), position.get(b)
+        if i is not None and j is not None:
+            adjacency[i].add(j)
+            adjacency[j].add(i)
+    ends = np.array([(i, j) for i, near in enumerate(adjacency) for j in near if i < j])
+    if len(ends) == 0:
+        return set()
+    lengths = 1.0 - np.einsum("ij,ij->i", matrix[ends[:, 0]], matrix[ends[:, 1]])
+    distance = {
+        (int(i), int(j)): float(d)
+        for (i, j), d in zip(ends.tolist(), lengths.tolist(), strict=True)
+    }
+
+    def d(i: int, j: int) -> float:
+        key = (i, j) if i < j else (j, i)
+        found = distance.get(key)
+        if found is None:  # a prunable pair that is no edge of ``graph``
+            found = distance[key] = 1.0 - float(matrix[i] @ matrix[j])
+        return found
+
     pruned: set[Pair] = set()
     for a, c in prunable:
         i, j = position.get(a), position.get(c)
         if i is None or j is None:
             continue
-        shared = adjacency[i] & adjacency[j]
-        if not shared:
-            continue
-        direct = 1.0 - float(matrix[i] @ matrix[j])
-        ws = matrix[sorted(shared)]
-        via = np.maximum(1.0 - ws @ matrix[i], 1.0 - ws @ matrix[j])
-        if bool((via < direct).any()):
-            pruned.add(pair(a, c))
+        direct = d(i, j)
+        for w in adjacency[i] & adjacency[j]:
+            if max(d(i, w), d(w, j)) < direct:
+                pruned.add(pair(a, c))
+                break
     return pruned
 
 
