@@ -71,27 +71,18 @@ _DELETE_PAIRS = Query(
     WHERE l.kind = 'semantic' AND l.source_id = d.a AND l.target_id = d.b
     """
 )
-_SET_SNN = Query(
+# SNN scores and PFNET flags in one pass (one new row version per changed row, not
+# two); rows whose values stay are not touched. ``with_snn`` / ``with_pruned`` off keep
+# that column as it is.
+_MARK = Query(
     """
-    UPDATE note_link l SET snn = d.s
-    FROM unnest(:sources::uuid[], :targets::uuid[], :scores::real[]) AS d(a, b, s)
+    UPDATE note_link l SET
+        snn = CASE WHEN :with_snn THEN d.s ELSE l.snn END,
+        pruned = CASE WHEN :with_pruned THEN d.p ELSE l.pruned END
+    FROM unnest(:sources::uuid[], :targets::uuid[], :scores::real[], :flags::boolean[])
+         AS d(a, b, s, p)
     WHERE l.kind = 'semantic' AND l.source_id = d.a AND l.target_id = d.b
-      AND l.snn IS DISTINCT FROM d.s
-    """
-)
-_UNPRUNE = Query(
-    """
-    UPDATE note_link l SET pruned = false
-    WHERE l.kind = 'semantic' AND l.pruned
-      AND NOT EXISTS (SELECT 1 FROM unnest(:sources::uuid[], :targets::uuid[]) AS d(a, b)
-                      WHERE d.a = l.source_id AND d.b = l.target_id)
-    """
-)
-_PRUNE = Query(
-    """
-    UPDATE note_link l SET pruned = true
-    FROM unnest(:sources::uuid[], :targets::uuid[]) AS d(a, b)
-    WHERE l.kind = 'semantic' AND l.source_id = d.a AND l.target_id = d.b AND NOT l.pruned
+      AND ((:with_snn AND l.snn IS DISTINCT FROM d.s) OR (:with_pruned AND l.pruned <> d.p))
     """
 )
 _CLEAR_NOTE_COMMUNITIES = Query("DELETE FROM note_community")
@@ -164,20 +155,32 @@ class MaintenanceRepository:
                 _DELETE_PAIRS.sql, *_DELETE_PAIRS.args(sources=sources, targets=targets)
             )
 
-    async def set_snn(self, conn: Connection, scores: Mapping[Pair, float]) -> None:
-        ordered = sorted(scores)
-        if ordered:
-            sources, targets = _both_ways(ordered)
-            values = [scores[p] for p in ordered] * 2
-            await conn.execute(
-                _SET_SNN.sql, *_SET_SNN.args(sources=sources, targets=targets, scores=values)
-            )
-
-    async def set_pruned(self, conn: Connection, pruned: Sequence[Pair]) -> None:
-        """Exactly ``pruned``'s semantic pairs are marked pruned afterwards."""
-        sources, targets = _both_ways(sorted(pruned))
-        await conn.execute(_UNPRUNE.sql, *_UNPRUNE.args(sources=sources, targets=targets))
-        await conn.execute(_PRUNE.sql, *_PRUNE.args(sources=sources, targets=targets))
+    async def mark(
+        self,
+        conn: Connection,
+        pairs: Sequence[Pair],
+        snn: Mapping[Pair, float] | None,
+        pruned: frozenset[Pair] | None,
+    ) -> None:
+        """Give each of ``pairs`` (semantic, both rows) its SNN score from ``snn`` and its
+        flag from ``pruned`` (membership); None leaves that column as it is."""
+        if not pairs or (snn is None and pruned is None):
+            return
+        ordered = sorted(pairs)
+        sources, targets = _both_ways(ordered)
+        scores = [None if snn is None else snn.get(p) for p in ordered] * 2
+        flags = [pruned is not None and p in pruned for p in ordered] * 2
+        await conn.execute(
+            _MARK.sql,
+            *_MARK.args(
+                sources=sources,
+                targets=targets,
+                scores=scores,
+                flags=flags,
+                with_snn=snn is not None,
+                with_pruned=pruned is not None,
+            ),
+        )
 
     async def replace_communities(
         self,

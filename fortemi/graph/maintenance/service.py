@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from uuid import UUID
 
-from fortemi.graph.maintenance.algorithms import Communities
+from fortemi.graph.maintenance.algorithms import Communities, Pair
 from fortemi.graph.maintenance.plan import (
     MaintenancePlan,
     MaintenanceSettings,
@@ -148,7 +148,8 @@ class GraphMaintenance:
             plan.metrics["communities"]["labelled"] = sum(1 for label, _ in labels if label)
         if dry_run or plan.aborted is not None:
             return MaintenanceReport(plan.steps, dry_run, plan.aborted, plan.metrics, None)
-        snapshot = await self._write(memory, plan, labels, actor)
+        kept = [p for p in state.semantic if p not in plan.deleted]
+        snapshot = await self._write(memory, plan, kept, labels, actor)
         return MaintenanceReport(plan.steps, dry_run, None, plan.metrics, snapshot)
 
     async def _labels(
@@ -172,16 +173,14 @@ class GraphMaintenance:
         self,
         memory: str,
         plan: MaintenancePlan,
+        kept: Sequence[Pair],
         labels: Sequence[tuple[str | None, UUID | None]],
         actor: str | None,
     ) -> Snapshot:
         repo = self._repo
         async with self._db.memory_transaction(memory, subject=f"Graph of {memory}") as conn:
             await repo.delete_pairs(conn, sorted(plan.deleted))
-            if plan.snn is not None:
-                await repo.set_snn(conn, plan.snn)
-            if plan.pruned is not None:
-                await repo.set_pruned(conn, sorted(plan.pruned))
+            await repo.mark(conn, kept, plan.snn, plan.pruned)
             if plan.communities is not None:
                 await repo.replace_communities(conn, plan.communities, labels)
             return await repo.add_snapshot(conn, [s.value for s in plan.steps], plan.metrics, actor)

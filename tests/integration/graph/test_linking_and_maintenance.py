@@ -195,6 +195,8 @@ async def test_maintenance_prunes_groups_and_snapshots_and_runs_idempotently(
     rows = await _graph_rows(db, memory)
     assert len(rows["notes"]) == len(ids)
     assert len(rows["snapshots"]) == 1
+    # PFNET's flags are on both rows of each pruned pair, and on no other.
+    assert sum(1 for row in rows["links"] if row[7]) == 2 * metrics["pfnet"]["pruned"]
     topic = {note: i // 5 for i, note in enumerate(ids)}
     community = {note: c for note, c, _ in rows["notes"]}
     # The two topics never share a community.
