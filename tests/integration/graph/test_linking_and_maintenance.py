@@ -6,7 +6,7 @@ dry run and an SNN safety abort write nothing."""
 from __future__ import annotations
 
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import pytest
 
@@ -292,3 +292,31 @@ async def test_a_maintenance_payload_it_cannot_read_fails_for_good(
     job = maintenance_job_type(GraphMaintenance(db))
     outcome = await run_job(job, memory, payload)
     assert (outcome.kind, outcome.failure_code) == ("failure", "invalid_payload")
+
+
+async def test_an_embedding_run_that_writes_nothing_enqueues_no_linking(
+    db: Database, memory: str, local_backend: LocalEmbeddingBackend
+) -> None:
+    embedding = embedding_job_type(
+        db,
+        local_backend,
+        Chunking(size=300, overlap=50),
+        tier=Tier.CPU,
+        followups=linking_followups,
+    )
+    enqueued: list[JobSpec] = []
+    outcome = await run_job(embedding, memory, {"note_id": str(uuid4())}, enqueued)
+    assert (outcome.kind, outcome.result) == ("success", {"skipped": "note_gone"})
+    assert enqueued == []
+
+
+async def test_linking_a_note_without_vectors_is_skipped_and_asks_for_no_maintenance(
+    db: Database, memory: str, write: Write
+) -> None:
+    note_id = await write("Not embedded yet", "No Embedding job has run for this note.")
+    enqueued: list[JobSpec] = []
+    job = linking_job_type(NoteLinker(db))
+    outcome = await run_job(job, memory, {"note_id": str(note_id)}, enqueued)
+    assert (outcome.kind, outcome.result) == ("success", {"skipped": "not_embedded"})
+    assert enqueued == []
+    assert await _links(db, memory) == []
