@@ -31,7 +31,12 @@ from fortemi.auth.audit import AuditKeyring, AuditService, AuditWriter
 from fortemi.auth.local_issuer import LocalIssuer
 from fortemi.auth.policy import AccessDecisionEngine, PolicyService, build_policy_service
 from fortemi.auth.tokens import TokenValidator
+from fortemi.graph.linking.jobs import linking_followups, linking_job_type
+from fortemi.graph.linking.service import LinkingSettings, NoteLinker
 from fortemi.graph.links import LinkService, WikiLinkIndexer
+from fortemi.graph.maintenance.jobs import maintenance_job_type
+from fortemi.graph.maintenance.plan import MaintenanceSettings
+from fortemi.graph.maintenance.service import GraphMaintenance
 from fortemi.graph.tagging.jobs import ConceptTaggingEnqueuer, concept_tagging_type
 from fortemi.graph.tagging.models import TaggingSettings
 from fortemi.graph.tagging.related import related_concept_inference_type
@@ -76,6 +81,21 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+def linking_settings(settings: Settings) -> LinkingSettings:
+    return LinkingSettings(
+        min_score=settings.link_min_score, k_min=settings.link_k_min, k_max=settings.link_k_max
+    )
+
+
+def maintenance_settings(settings: Settings) -> MaintenanceSettings:
+    return MaintenanceSettings(
+        k_min=settings.link_k_min,
+        k_max=settings.link_k_max,
+        gamma=settings.graph_gamma,
+        resolution=settings.graph_resolution,
+    )
+
+
 def job_registry(settings: Settings, *, backend: InferenceBackend | None = None) -> RegistryFactory:
     """Every feature's job types, with services built on the worker's own database.
 
@@ -106,13 +126,26 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
         registry = JobRegistry()
         registry.register(purge_note_type(notes))
         registry.register(webhook_delivery_type(db, box, delivery))
-        registry.register(embedding_job_type(db, embedder, chunking, tier=embedding_tier(embedder)))
+        registry.register(
+            embedding_job_type(
+                db,
+                embedder,
+                chunking,
+                tier=embedding_tier(embedder),
+                followups=linking_followups,
+            )
+        )
         # Without an event bus here: the tagging job publishes its concept events itself,
-        # through its job context, under the job's correlation id.
+        # through its job context, under the job's correlation id. Concepts also weigh in
+        # linking scores and name communities.
         vocabulary = VocabularyService(db)
         registry.register(concept_tagging_type(db, vocabulary, embedder, tagging))
         registry.register(
             related_concept_inference_type(db, vocabulary, floor=tagging.related_floor)
+        )
+        registry.register(linking_job_type(NoteLinker(db, vocabulary, linking_settings(settings))))
+        registry.register(
+            maintenance_job_type(GraphMaintenance(db, vocabulary, maintenance_settings(settings)))
         )
         return registry
 
@@ -270,7 +303,8 @@ def _build_services(parts: _Parts) -> Services:
         ),
         links=LinkService(db, max_links=settings.max_list_items),
         search=SearchService(db, backend),
-        traversal=TraversalService(db, gamma=settings.graph_score_gamma, concepts=vocabulary),
+        traversal=TraversalService(db, gamma=settings.graph_gamma, concepts=vocabulary),
+        maintenance=GraphMaintenance(db, vocabulary, maintenance_settings(settings)),
         jobs=jobs,
         wakeups=wakeups,
         webhooks=WebhookService(

@@ -38,6 +38,7 @@ from fortemi.graphql.graph import GraphQuery
 from fortemi.graphql.jobs import JobMutation, JobQuery
 from fortemi.graphql.limits import QueryLimits, operation_limits_rule, oversized_variables
 from fortemi.graphql.links import LinkMutation, LinkQuery
+from fortemi.graphql.maintenance import MaintenanceMutation, MaintenanceQuery
 from fortemi.graphql.memories import MemoryMutation, MemoryQuery
 from fortemi.graphql.metrics import OperationMetrics, count_errors
 from fortemi.graphql.notes import NoteMutation, NoteQuery
@@ -65,6 +66,7 @@ Query = merge_types(
         AuditQuery,
         PolicyQuery,
         VocabularyQuery,
+        MaintenanceQuery,
     ),
 )
 Mutation = merge_types(
@@ -77,6 +79,7 @@ Mutation = merge_types(
         WebhookMutation,
         PolicyMutation,
         VocabularyMutation,
+        MaintenanceMutation,
     ),
 )
 Subscription = merge_types("Subscription", (EventSubscription, AuditSubscription))

@@ -15,6 +15,7 @@ from fortemi.auth.audit import AuditService
 from fortemi.auth.policy import PolicyService
 from fortemi.auth.tokens import TokenValidator
 from fortemi.graph.links import LinkService
+from fortemi.graph.maintenance.service import GraphMaintenance
 from fortemi.graph.traversal import TraversalService
 from fortemi.graph.vocabulary import VocabularyService
 from fortemi.platform.events import EventBus
@@ -49,6 +50,7 @@ class Services:
     links: LinkService
     search: SearchService
     traversal: TraversalService
+    maintenance: GraphMaintenance
     jobs: JobService
     wakeups: JobWakeups
     webhooks: WebhookService

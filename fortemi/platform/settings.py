@@ -226,13 +226,17 @@ class Settings(BaseSettings):
         default=0.2, ge=0.0, le=1.0, description="Least confidence of an inferred related edge"
     )
 
-    # -- graph -------------------------------------------------------------------------
-    graph_score_gamma: float = Field(
-        default=1.0,
-        gt=0,
-        le=10,
-        description="Exponent applied to min-max normalised semantic link scores (gamma): above "
-        "1 spreads the strong links apart, below 1 the weak ones",
+    # -- graph: automatic links and maintenance -----------------------------------------
+    link_min_score: float = Field(
+        default=0.7, ge=0.0, le=1.0, description="Least score of an automatic link (else fallback)"
+    )
+    link_k_min: int = Field(default=5, ge=1, le=100, description="Least links per note (k)")
+    link_k_max: int = Field(default=15, ge=1, le=100, description="Most links per note (k)")
+    graph_gamma: float = Field(
+        default=1.0, gt=0.0, le=10.0, description="Exponent after min-max of semantic scores"
+    )
+    graph_resolution: float = Field(
+        default=1.0, gt=0.0, le=10.0, description="Louvain resolution (higher: more communities)"
     )
 
     # -- limits ------------------------------------------------------------------------
@@ -277,6 +281,12 @@ class Settings(BaseSettings):
     def _overlap_below_half_a_chunk(self) -> Settings:
         if self.chunk_overlap * 2 >= self.chunk_size:
             raise ValueError("FORTEMI_CHUNK_OVERLAP must be under half of FORTEMI_CHUNK_SIZE")
+        return self
+
+    @model_validator(mode="after")
+    def _link_k_bounds_in_order(self) -> Settings:
+        if self.link_k_min > self.link_k_max:
+            raise ValueError("FORTEMI_LINK_K_MIN must not exceed FORTEMI_LINK_K_MAX")
         return self
 
     @field_validator("webhook_allowed_networks", mode="before")

@@ -8,6 +8,10 @@ chunk's text (title, chunk, tags, instruction prefix: the set's
 and writes chunks and vectors in one transaction, only if the note still has the text it
 read; a newer text has its own job queued. Running it twice leaves the same state.
 
+After a run that wrote (or found current) a note's vectors, the job enqueues the
+follow-ups the composition root gave it (:data:`Followups`: the graph's linking), so
+retrieval knows nothing of what comes after it.
+
 The lexical index needs no job: triggers keep it exact within each note transaction.
 Backend failures become classified job outcomes (rate limited, timeout, transient,
 permanent) at this boundary.
@@ -38,11 +42,15 @@ __all__ = [
     "EMBEDDING",
     "Chunking",
     "EmbeddingEnqueuer",
+    "Followups",
     "embedding_job_type",
     "embedding_tier",
 ]
 
 EMBEDDING = "Embedding"
+
+# (memory, note id, embedding set id) → the jobs to enqueue once the note's vectors are in.
+Followups = Callable[[str, UUID, int], Sequence[JobSpec]]
 
 
 def embedding_tier(backend: InferenceBackend) -> Tier:
@@ -144,10 +152,17 @@ class _EmbeddingHandler:
     """Runs an ``Embedding`` job: read the note and its chunks, embed outside any
     transaction, write in one transaction only if the note still has the text it read."""
 
-    def __init__(self, db: Database, backend: InferenceBackend, chunking: Chunking) -> None:
+    def __init__(
+        self,
+        db: Database,
+        backend: InferenceBackend,
+        chunking: Chunking,
+        followups: Followups | None = None,
+    ) -> None:
         self._db = db
         self._backend = backend
         self._chunking = chunking
+        self._followups = followups
         self._sets = EmbeddingSets()
         self._notes = NoteRepository()
         self._chunks = RetrievalRepository()
@@ -176,7 +191,15 @@ class _EmbeddingHandler:
             vectors = await self._embed(context, plan)
         except InferenceError as exc:
             return outcome_for(exc)
-        return await self._write(memory, plan, vectors)
+        outcome = await self._write(memory, plan, vectors)
+        if (
+            self._followups is not None
+            and outcome.kind == "success"
+            and "skipped" not in (outcome.result or {})
+        ):
+            for spec in self._followups(memory, note_id, plan.chosen.id):
+                await context.enqueue(spec)
+        return outcome
 
     async def _embed(
         self, context: HandlerContext, plan: _Plan
@@ -228,8 +251,14 @@ class _EmbeddingHandler:
 
 
 def embedding_job_type(
-    db: Database, backend: InferenceBackend, chunking: Chunking, *, tier: Tier
+    db: Database,
+    backend: InferenceBackend,
+    chunking: Chunking,
+    *,
+    tier: Tier,
+    followups: Followups | None = None,
 ) -> JobType:
-    """The ``Embedding`` job type, embedding with ``backend``'s default model."""
-    handler = _EmbeddingHandler(db, backend, chunking)
+    """The ``Embedding`` job type, embedding with ``backend``'s default model; after each
+    successful write it enqueues ``followups(memory, note id, set id)``."""
+    handler = _EmbeddingHandler(db, backend, chunking, followups)
     return JobType(name=EMBEDDING, tier=tier, priority=4, handler=handler, max_attempts=8)

@@ -3,7 +3,9 @@
 -- Runs with search_path set to the memory's schema (then public); never name a schema here.
 
 -- A note's vector in a set (the normalised mean of its chunk vectors): what automatic
--- linking compares. Each set gets a partial HNSW index on a cast to its dimension.
+-- linking compares. Written by the Linking job (idempotent: the same chunks give the same
+-- vector). Each set gets a partial HNSW index on a cast to its dimension, created by the
+-- Linking job with the set's first note vector (note_embedding_hnsw_<set id>).
 CREATE TABLE note_embedding (
     set_id      integer NOT NULL REFERENCES embedding_set (id) ON DELETE CASCADE,
     note_id     uuid NOT NULL REFERENCES note (id) ON DELETE CASCADE,
@@ -30,11 +32,11 @@ CREATE TABLE graph_community (
     computed_at   timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 
+-- One row per maintenance run that wrote (a dry run reports its metrics and writes none).
 CREATE TABLE graph_snapshot (
     id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     taken_at    timestamptz NOT NULL DEFAULT clock_timestamp(),
     steps       text[] NOT NULL,
-    dry_run     boolean NOT NULL DEFAULT false,
     metrics     jsonb NOT NULL CHECK (jsonb_typeof(metrics) = 'object'),
     created_by  text
 );

@@ -175,6 +175,20 @@ class JobService:
             await self.announce_created([job])
         return job, created
 
+    async def submit_many(self, specs: Sequence[JobSpec]) -> builtins.list[tuple[Job, bool]]:
+        """:meth:`enqueue_many` in a transaction of its own: all the jobs or none; the
+        created ones announced after commit."""
+        async with self._db.shared_transaction() as conn:
+            found = await self.enqueue_many(conn, specs)
+        created = [job for job, new in found if new]
+        if created:
+            await self.announce_created(created)
+        return found
+
+    def knows(self, type_name: str) -> bool:
+        """Whether a job type of that name is registered (can be enqueued)."""
+        return type_name in self._registry
+
     async def announce_created(self, jobs: Sequence[Job]) -> None:
         """Publish ``job.created`` for jobs :meth:`enqueue` added in a caller's transaction;
         call after it commits (:meth:`submit` does this itself)."""

@@ -1,0 +1,260 @@
+"""All of automatic linking's SQL: note vectors (``note_embedding``) and semantic links
+(``note_link`` rows of kind ``semantic``). Every method runs in the caller's memory
+transaction.
+
+Two reads reach into retrieval's tables, read-only: a note's chunk vectors
+(``chunk_embedding``), which a note vector is the mean of, and the set a note was last
+embedded in. Retrieval exposes no service for either and must not import the graph.
+
+A semantic link is one undirected edge stored as two rows. Each pair remembers which of
+its notes chose it and how (``metadata.choices``, ``metadata.origins``): re-linking a
+note withdraws only its own choices, and a pair goes when neither note still chooses it.
+A row's score, rank and metadata are its source's choice when it made one, else the
+other note's: the same rows whichever note was linked last, and linking twice changes
+nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+import numpy as np
+
+from fortemi.graph.linking.selection import Vector
+from fortemi.platform.database import Connection
+from fortemi.platform.sql import Query
+
+__all__ = ["HNSW_EF_CONSTRUCTION", "HNSW_M", "LinkRow", "LinkingRepository", "Neighbour"]
+
+# As chunk_embedding's per-set indexes (fortemi/retrieval/sets.py gives the measurements).
+HNSW_M, HNSW_EF_CONSTRUCTION = 32, 128
+
+
+def _vector(value: Any) -> Vector:
+    """A stored vector as float32 numpy (the pool's codec decodes pgvector's binary form
+    to a ``pgvector.Vector``)."""
+    to_numpy = getattr(value, "to_numpy", None)
+    array = to_numpy() if to_numpy is not None else value
+    return np.asarray(array, dtype=np.float32)
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbour:
+    note_id: UUID
+    vector: Vector
+
+
+@dataclass(frozen=True, slots=True)
+class LinkRow:
+    """One semantic link to write, both directions."""
+
+    target_id: UUID
+    score: float
+    rank: int
+    metadata: dict[str, Any]
+
+
+def index_name(set_id: int) -> str:
+    return f"note_embedding_hnsw_{int(set_id)}"
+
+
+# Per set, newest first, one probe of chunk_embedding's (set_id, note_id) index each: a
+# note's chunks are not indexed by note alone, and a memory has a handful of sets.
+_LATEST_SET = Query(
+    """
+    SELECT s.id FROM embedding_set s
+    WHERE EXISTS (SELECT 1 FROM chunk_embedding e WHERE e.set_id = s.id AND e.note_id = :note_id)
+    ORDER BY s.id DESC LIMIT 1
+    """
+)
+_CHUNK_VECTORS = Query(
+    "SELECT embedding FROM chunk_embedding WHERE set_id = :set_id AND note_id = :note_id"
+)
+_LIVE = Query("SELECT true FROM note WHERE id = :note_id AND deleted_at IS NULL")
+_UPSERT_VECTOR = Query(
+    "INSERT INTO note_embedding (set_id, note_id, embedding) VALUES (:set_id, :note_id, :vector) "
+    "ON CONFLICT (set_id, note_id) DO UPDATE SET embedding = excluded.embedding, "
+    "updated_at = clock_timestamp() "
+    "WHERE note_embedding.embedding IS DISTINCT FROM excluded.embedding"
+)
+_DROP_VECTOR = Query("DELETE FROM note_embedding WHERE set_id = :set_id AND note_id = :note_id")
+# About how many note vectors the memory holds, from PostgreSQL's statistics (no scan):
+# k = floor(log2 N) moves by one when N doubles, and counting 10,000 vectors of 1.5 kB
+# each was most of a link's time. Counted exactly while the statistics know no rows
+# yet (a young memory, where an exact count costs nothing).
+_COUNT = Query(
+    """
+    SELECT CASE WHEN est.n >= 1000 THEN est.n
+                ELSE (SELECT count(*) FROM note_embedding WHERE set_id = :set_id) END
+    FROM (SELECT greatest(pg_stat_get_live_tuples('note_embedding'::regclass),
+                          (SELECT reltuples FROM pg_class
+                           WHERE oid = 'note_embedding'::regclass)::bigint, 0) AS n) AS est
+    """
+)
+# A pair's rows keep every note's choice of it in ``metadata.choices`` (origin → its
+# rank, score, strategy, ...). Withdraw a note's choices, upsert its new ones, drop pairs
+# nobody chooses, then derive each touched row from the choices alone: the row's own
+# source's choice when it made one, else the other note's. So the rows depend only on
+# the current choices, never on which note was linked last.
+_WITHDRAW = Query(
+    """
+    UPDATE note_link SET metadata = metadata #- ARRAY['choices', :origin]
+    WHERE kind = 'semantic' AND (source_id = :note_id OR target_id = :note_id)
+      AND metadata -> 'choices' ? :origin
+    """
+)
+_UPSERT_LINK = Query(
+    """
+    INSERT INTO note_link (source_id, target_id, kind, score, rank, metadata, set_id, model,
+                           computed_at, created_by)
+    VALUES (:source_id, :target_id, 'semantic', :score, :rank, :metadata, :set_id, :model,
+            clock_timestamp(), 'Linking')
+    ON CONFLICT (source_id, kind, target_id) DO UPDATE SET
+        set_id = excluded.set_id, model = excluded.model, computed_at = excluded.computed_at,
+        metadata = jsonb_set(note_link.metadata, '{choices}',
+            coalesce(note_link.metadata -> 'choices', '{}'::jsonb)
+            || (excluded.metadata -> 'choices'))
+    """
+)
+_DROP_UNCHOSEN = Query(
+    """
+    DELETE FROM note_link
+    WHERE kind = 'semantic' AND (source_id = :note_id OR target_id = :note_id)
+      AND coalesce(metadata -> 'choices', '{}'::jsonb) = '{}'::jsonb
+    """
+)
+_DERIVE = Query(
+    """
+    UPDATE note_link l SET
+        score = (d.choice ->> 'score')::real,
+        rank = (d.choice ->> 'rank')::integer,
+        metadata = d.choice - 'score' || jsonb_build_object(
+            'choices', l.metadata -> 'choices',
+            'origins', (SELECT jsonb_agg(o ORDER BY o)
+                        FROM jsonb_object_keys(l.metadata -> 'choices') AS o))
+    FROM (
+        SELECT source_id, target_id, coalesce(
+            metadata -> 'choices' -> (source_id::text),
+            metadata -> 'choices' -> (target_id::text)) AS choice
+        FROM note_link
+        WHERE kind = 'semantic' AND (source_id = :note_id OR target_id = :note_id)
+    ) AS d
+    WHERE l.kind = 'semantic' AND l.source_id = d.source_id AND l.target_id = d.target_id
+    """
+)
+_SET_MODEL = Query("SELECT model FROM embedding_set WHERE id = :set_id")
+
+
+class LinkingRepository:
+    async def latest_set(self, conn: Connection, note_id: UUID) -> int | None:
+        """The newest set holding vectors of the note's chunks."""
+        found = await conn.fetchval(_LATEST_SET.sql, *_LATEST_SET.args(note_id=note_id))
+        return None if found is None else int(found)
+
+    async def is_live(self, conn: Connection, note_id: UUID) -> bool:
+        return bool(await conn.fetchval(_LIVE.sql, *_LIVE.args(note_id=note_id)))
+
+    async def chunk_vectors(self, conn: Connection, set_id: int, note_id: UUID) -> list[Vector]:
+        rows = await conn.fetch(
+            _CHUNK_VECTORS.sql, *_CHUNK_VECTORS.args(set_id=set_id, note_id=note_id)
+        )
+        return [_vector(row["embedding"]) for row in rows]
+
+    async def model(self, conn: Connection, set_id: int) -> str | None:
+        found = await conn.fetchval(_SET_MODEL.sql, *_SET_MODEL.args(set_id=set_id))
+        return None if found is None else str(found)
+
+    async def store_vector(
+        self, conn: Connection, set_id: int, note_id: UUID, vector: Vector
+    ) -> None:
+        """Make ``vector`` the note's vector in the set, and make sure the set has its
+        partial HNSW index (created with the set's first note vector)."""
+        await self.ensure_index(conn, set_id, int(vector.shape[0]))
+        await conn.execute(
+            _UPSERT_VECTOR.sql, *_UPSERT_VECTOR.args(set_id=set_id, note_id=note_id, vector=vector)
+        )
+
+    async def drop_vector(self, conn: Connection, set_id: int, note_id: UUID) -> None:
+        await conn.execute(_DROP_VECTOR.sql, *_DROP_VECTOR.args(set_id=set_id, note_id=note_id))
+
+    async def ensure_index(self, conn: Connection, set_id: int, dimension: int) -> None:
+        """The set's partial HNSW index on a cast to its dimension, as chunk vectors have.
+        Looked up first: ``CREATE INDEX IF NOT EXISTS`` would lock the table each time."""
+        name = index_name(set_id)
+        if await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", name):
+            return
+        # Both numbers are ours (an identity value and a vector's length), never input.
+        await conn.execute(
+            f"CREATE INDEX IF NOT EXISTS {name} ON note_embedding "
+            f"USING hnsw ((embedding::vector({int(dimension)})) vector_cosine_ops) "
+            f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
+            f"WHERE set_id = {int(set_id)}"
+        )
+
+    async def note_count(self, conn: Connection, set_id: int) -> int:
+        return int(await conn.fetchval(_COUNT.sql, *_COUNT.args(set_id=set_id)))
+
+    async def nearest(
+        self, conn: Connection, set_id: int, note_id: UUID, vector: Vector, limit: int
+    ) -> list[Neighbour]:
+        """The ``limit`` live notes nearest ``vector`` in the set's HNSW index, the note
+        itself excluded. The caller sets ``hnsw.ef_search`` to at least ``limit``."""
+        cast = f"vector({int(vector.shape[0])})"
+        # The set's id, dimension and the limit are spliced as constants (ours, integers):
+        # the partial index is only used when the planner sees the set's id.
+        rows = await conn.fetch(
+            f"""
+            WITH nearest AS MATERIALIZED (
+                SELECT e.note_id, e.embedding
+                FROM note_embedding e
+                WHERE e.set_id = {int(set_id)}
+                ORDER BY e.embedding::{cast} <=> $1::{cast}
+                LIMIT {int(limit) + 1}
+            )
+            SELECT nearest.note_id, nearest.embedding FROM nearest
+            JOIN note n ON n.id = nearest.note_id AND n.deleted_at IS NULL
+            WHERE nearest.note_id <> $2
+            """,  # noqa: S608 - set id, dimension and limit are ours; values are parameters
+            vector,
+            note_id,
+        )
+        return [Neighbour(row["note_id"], _vector(row["embedding"])) for row in rows]
+
+    async def replace_links(
+        self,
+        conn: Connection,
+        note_id: UUID,
+        links: Sequence[LinkRow],
+        *,
+        set_id: int,
+        model: str | None,
+    ) -> None:
+        """Make ``links`` the note's own choices, both directions; pairs only this note
+        chose and no longer does go."""
+        origin = str(note_id)
+        await conn.execute(_WITHDRAW.sql, *_WITHDRAW.args(note_id=note_id, origin=origin))
+        keyed = []
+        for link in links:
+            choice = {**link.metadata, "rank": link.rank, "score": link.score}
+            metadata = {"choices": {origin: choice}}
+            for source, target in ((note_id, link.target_id), (link.target_id, note_id)):
+                binds = _UPSERT_LINK.args(
+                    source_id=source,
+                    target_id=target,
+                    score=link.score,
+                    rank=link.rank,
+                    metadata=metadata,
+                    set_id=set_id,
+                    model=model,
+                )
+                keyed.append(((source, target), binds))
+        if keyed:
+            # In key order: two notes linked at once lock their shared rows in the same
+            # order, so they wait for each other instead of deadlocking.
+            keyed.sort(key=lambda item: item[0])
+            await conn.executemany(_UPSERT_LINK.sql, [binds for _, binds in keyed])
+        await conn.execute(_DROP_UNCHOSEN.sql, *_DROP_UNCHOSEN.args(note_id=note_id))
+        await conn.execute(_DERIVE.sql, *_DERIVE.args(note_id=note_id))

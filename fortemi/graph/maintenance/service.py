@@ -1,0 +1,201 @@
+"""Graph maintenance of a memory: read its graph, plan the run (:mod:`.plan`), write what
+the plan decided in one transaction, and keep the diagnostics snapshots.
+
+A dry run and an SNN safety abort write nothing: the report carries the figures. The
+plan is computed off the event loop (it is CPU work: exact kNN, PFNET, Louvain).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+from uuid import UUID
+
+from fortemi.graph.maintenance.algorithms import Communities, Pair
+from fortemi.graph.maintenance.plan import (
+    MaintenancePlan,
+    MaintenanceSettings,
+    Step,
+    plan_maintenance,
+)
+from fortemi.graph.maintenance.repository import CommunityRow, MaintenanceRepository, Snapshot
+from fortemi.platform.database import Database
+from fortemi.platform.errors import BadUserInput
+
+__all__ = [
+    "ConceptLabels",
+    "GraphMaintenance",
+    "MaintenanceReport",
+    "MetricChange",
+    "parse_steps",
+]
+
+MAX_SNAPSHOTS_PAGE = 100
+
+
+class ConceptLabels(Protocol):
+    """The concepts on notes and their preferred labels (the vocabulary service)."""
+
+    async def concept_ids(
+        self, memory: str, note_ids: Sequence[UUID]
+    ) -> dict[UUID, frozenset[UUID]]: ...
+
+    async def labels(self, memory: str, concept_ids: Sequence[UUID]) -> dict[UUID, str]: ...
+
+
+def parse_steps(values: Sequence[str] | None) -> list[Step]:
+    """Steps by name (None or empty: all), BadUserInput naming the unknown ones."""
+    if not values:
+        return list(Step)
+    known = {step.value: step for step in Step}
+    unknown = sorted({v for v in values if v.lower() not in known})
+    if unknown:
+        raise BadUserInput(
+            f"Unknown maintenance step {', '.join(unknown)}; use {', '.join(known)}",
+            field="steps",
+        )
+    return [known[v.lower()] for v in values]
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceReport:
+    steps: tuple[Step, ...]
+    dry_run: bool
+    aborted: str | None
+    metrics: dict[str, Any]
+    snapshot: Snapshot | None
+
+    def as_result(self) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "steps": [s.value for s in self.steps],
+            "dryRun": self.dry_run,
+            "metrics": self.metrics,
+        }
+        if self.snapshot is not None:
+            result["snapshotId"] = self.snapshot.id
+        if self.aborted is not None:
+            result.update(code="CONFLICT", reason=self.aborted)
+        return result
+
+
+@dataclass(frozen=True, slots=True)
+class MetricChange:
+    name: str  # dotted path into the metrics ("snn.edgesAfter")
+    before: float | None
+    after: float | None
+
+    @property
+    def delta(self) -> float | None:
+        if self.before is None or self.after is None:
+            return None
+        return self.after - self.before
+
+
+def _flatten(metrics: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
+    out: dict[str, float] = {}
+    for key, value in metrics.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(_flatten(value, f"{name}."))
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            out[name] = float(value)
+    return out
+
+
+def compare_metrics(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[MetricChange]:
+    """Every numeric figure of either snapshot, before (``a``) and after (``b``)."""
+    left, right = _flatten(a), _flatten(b)
+    return [MetricChange(name, left.get(name), right.get(name)) for name in sorted(left | right)]
+
+
+class GraphMaintenance:
+    def __init__(
+        self,
+        db: Database,
+        concepts: ConceptLabels | None = None,
+        settings: MaintenanceSettings | None = None,
+    ) -> None:
+        self._db = db
+        self._concepts = concepts
+        self._settings = settings or MaintenanceSettings()
+        self._repo = MaintenanceRepository()
+
+    async def run(
+        self,
+        memory: str,
+        steps: Sequence[Step],
+        *,
+        dry_run: bool = False,
+        allow_aggressive_pruning: bool = False,
+        set_id: int | None = None,
+        actor: str | None = None,
+    ) -> MaintenanceReport:
+        async with self._db.memory_transaction(memory) as conn:
+            chosen = set_id if set_id is not None else await self._repo.busiest_set(conn)
+            state = await self._repo.state(conn, chosen)
+        plan = await asyncio.to_thread(
+            plan_maintenance,
+            state,
+            steps,
+            self._settings,
+            allow_aggressive_pruning=allow_aggressive_pruning,
+        )
+        labels = await self._labels(memory, plan.communities)
+        if plan.communities is not None:
+            plan.metrics["communities"]["labelled"] = sum(1 for label, _ in labels if label)
+        if dry_run or plan.aborted is not None:
+            return MaintenanceReport(plan.steps, dry_run, plan.aborted, plan.metrics, None)
+        kept = [p for p in state.semantic if p not in plan.deleted]
+        snapshot = await self._write(memory, plan, kept, labels, actor)
+        return MaintenanceReport(plan.steps, dry_run, None, plan.metrics, snapshot)
+
+    async def _labels(
+        self, memory: str, found: Communities | None
+    ) -> list[tuple[str | None, UUID | None]]:
+        """Each community's most frequent concept (ties: the smaller id) and its label."""
+        if found is None:
+            return []
+        if self._concepts is None or not found.community:
+            return [(None, None)] * len(found.members)
+        concepts = await self._concepts.concept_ids(memory, sorted(found.community))
+        tops: list[UUID | None] = []
+        for members in found.members:
+            counts = Counter(c for note in members for c in concepts.get(note, frozenset()))
+            best = min(counts.items(), key=lambda item: (-item[1], item[0]), default=None)
+            tops.append(None if best is None else best[0])
+        named = await self._concepts.labels(memory, [c for c in tops if c is not None])
+        return [(None, None) if c is None else (named.get(c), c) for c in tops]
+
+    async def _write(
+        self,
+        memory: str,
+        plan: MaintenancePlan,
+        kept: Sequence[Pair],
+        labels: Sequence[tuple[str | None, UUID | None]],
+        actor: str | None,
+    ) -> Snapshot:
+        repo = self._repo
+        async with self._db.memory_transaction(memory, subject=f"Graph of {memory}") as conn:
+            await repo.delete_pairs(conn, sorted(plan.deleted))
+            await repo.mark(conn, kept, plan.snn, plan.pruned)
+            if plan.communities is not None:
+                await repo.replace_communities(conn, plan.communities, labels)
+            return await repo.add_snapshot(conn, [s.value for s in plan.steps], plan.metrics, actor)
+
+    async def snapshots(self, memory: str, *, limit: int = 20) -> list[Snapshot]:
+        """The newest ``limit`` snapshots (1..100), newest first."""
+        if not 1 <= limit <= MAX_SNAPSHOTS_PAGE:
+            raise BadUserInput(f"limit must be 1 to {MAX_SNAPSHOTS_PAGE}", field="limit")
+        async with self._db.memory_transaction(memory) as conn:
+            return await self._repo.snapshots(conn, limit)
+
+    async def snapshot(self, memory: str, snapshot_id: int) -> Snapshot | None:
+        async with self._db.memory_transaction(memory) as conn:
+            return await self._repo.snapshot(conn, snapshot_id)
+
+    async def communities(self, memory: str) -> list[CommunityRow]:
+        async with self._db.memory_transaction(memory) as conn:
+            return await self._repo.communities(conn)
