@@ -184,6 +184,18 @@ async def test_bulk_reprocess_enqueues_linking_or_embedding_per_note(
     await _cancel(gql, admin_token, [job["id"] for job in linking + embedding])
 
 
+async def test_bulk_reprocess_tagging_enqueues_the_notes_concept_tagging(
+    gql: GraphQLCall, admin_token: str
+) -> None:
+    note = await _note(gql, "to tag")
+    body = await gql(REPROCESS, {"ids": [note], "steps": ["TAGGING"]})
+    assert "errors" not in body, body
+    jobs = body["data"]["bulkReprocessNotes"]
+    # The note's pending tagging job (its creation queued one) is the one returned.
+    assert [job["type"] for job in jobs] == ["ConceptTagging"]
+    await _cancel(gql, admin_token, [job["id"] for job in jobs])
+
+
 async def test_bulk_reprocess_checks_every_note_before_enqueueing_anything(
     gql: GraphQLCall, viewer: str, runtime: Runtime, memory: str
 ) -> None:
@@ -193,9 +205,6 @@ async def test_bulk_reprocess_checks_every_note_before_enqueueing_anything(
     assert error_codes(body) == ["NOT_FOUND"]
     body = await gql(REPROCESS, {"ids": [note], "steps": ["LINKING"]}, token=viewer)
     assert error_codes(body) == ["FORBIDDEN"]
-    body = await gql(REPROCESS, {"ids": [note], "steps": ["TAGGING"]})
-    assert error_codes(body) == ["BAD_USER_INPUT"]
-    assert "not available" in body["errors"][0]["message"]
     async with runtime.db.shared_transaction() as conn:
         queued = await conn.fetchval(
             "SELECT count(*) FROM public.job WHERE memory = $1 AND type = 'Linking' "
