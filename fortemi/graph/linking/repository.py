@@ -23,6 +23,7 @@ from uuid import UUID
 import numpy as np
 
 from fortemi.graph.linking.selection import Vector
+from fortemi.graph.links.repository import NOTE_LINK
 from fortemi.platform.database import Connection
 from fortemi.platform.sql import Query
 
@@ -93,18 +94,27 @@ _WITHDRAW = Query(
       AND metadata -> 'choices' ? :origin
     """
 )
-_UPSERT_LINK = Query(
-    """
-    INSERT INTO note_link (source_id, target_id, kind, score, rank, metadata, set_id, model,
-                           computed_at, created_by)
-    VALUES (:source_id, :target_id, 'semantic', :score, :rank, :metadata, :set_id, :model,
-            clock_timestamp(), 'Linking')
+_UPSERT_LINK = NOTE_LINK.insert(
+    (
+        "source_id",
+        "target_id",
+        "kind",
+        "score",
+        "rank",
+        "metadata",
+        "set_id",
+        "model",
+        "computed_at",
+        "created_by",
+    ),
+    values={"kind": "'semantic'", "computed_at": "clock_timestamp()", "created_by": "'Linking'"},
+    suffix="""
     ON CONFLICT (source_id, kind, target_id) DO UPDATE SET
         set_id = excluded.set_id, model = excluded.model, computed_at = excluded.computed_at,
         metadata = jsonb_set(note_link.metadata, '{choices}',
             coalesce(note_link.metadata -> 'choices', '{}'::jsonb)
             || (excluded.metadata -> 'choices'))
-    """
+    """,
 )
 _DROP_UNCHOSEN = Query(
     """

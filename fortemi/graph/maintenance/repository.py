@@ -12,6 +12,7 @@ from uuid import UUID
 
 import numpy as np
 
+from fortemi.graph.links.repository import NOTE_LINK
 from fortemi.graph.maintenance.algorithms import Communities, Pair, Vector, pair
 from fortemi.graph.maintenance.plan import GraphState
 from fortemi.platform.database import Connection
@@ -56,14 +57,15 @@ _VECTORS = Query(
     "WHERE e.set_id = :set_id AND n.deleted_at IS NULL ORDER BY e.note_id"
 )
 # Each link between two live notes; a semantic pair is read once (its two rows agree).
-_LINKS = Query(
+_LINKS = NOTE_LINK.query(
     """
-    SELECT l.source_id, l.target_id, l.kind, l.score, l.pruned
-    FROM note_link l
+    SELECT {selected}
+    FROM {table} l
     JOIN note s ON s.id = l.source_id AND s.deleted_at IS NULL
     JOIN note t ON t.id = l.target_id AND t.deleted_at IS NULL
     WHERE l.kind <> 'semantic' OR l.source_id < l.target_id
-    """
+    """,
+    selected=NOTE_LINK.names("source_id", "target_id", "kind", "score", "pruned", alias="l"),
 )
 _DELETE_PAIRS = Query(
     """
