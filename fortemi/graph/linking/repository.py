@@ -25,9 +25,17 @@ import numpy as np
 from fortemi.graph.linking.selection import Vector
 from fortemi.graph.links.repository import NOTE_LINK
 from fortemi.platform.database import Connection
-from fortemi.platform.sql import Query
+from fortemi.platform.sql import Query, Table
 
-__all__ = ["HNSW_EF_CONSTRUCTION", "HNSW_M", "LinkRow", "LinkingRepository", "Neighbour"]
+__all__ = [
+    "HNSW_EF_CONSTRUCTION",
+    "HNSW_M",
+    "NOTE_EMBEDDING",
+    "LinkRow",
+    "LinkingRepository",
+    "Neighbour",
+    "NoteVector",
+]
 
 # As chunk_embedding's per-set indexes (fortemi/retrieval/sets.py gives the measurements).
 HNSW_M, HNSW_EF_CONSTRUCTION = 32, 128
@@ -48,6 +56,19 @@ class Neighbour:
 
 
 @dataclass(frozen=True, slots=True)
+class NoteVector:
+    """A row of ``note_embedding``: a note's vector in one embedding set."""
+
+    set_id: int
+    note_id: UUID
+    embedding: Vector
+
+
+# The one declaration of note_embedding's columns (maintenance reads it too).
+NOTE_EMBEDDING = Table("note_embedding", NoteVector)
+
+
+@dataclass(frozen=True, slots=True)
 class LinkRow:
     """One semantic link to write, both directions."""
 
@@ -62,9 +83,8 @@ def index_name(set_id: int) -> str:
 
 
 _LIVE = Query("SELECT true FROM note WHERE id = :note_id AND deleted_at IS NULL")
-_UPSERT_VECTOR = Query(
-    "INSERT INTO note_embedding (set_id, note_id, embedding) VALUES (:set_id, :note_id, :vector) "
-    "ON CONFLICT (set_id, note_id) DO UPDATE SET embedding = excluded.embedding, "
+_UPSERT_VECTOR = NOTE_EMBEDDING.insert(
+    suffix="ON CONFLICT (set_id, note_id) DO UPDATE SET embedding = excluded.embedding, "
     "updated_at = clock_timestamp() "
     "WHERE note_embedding.embedding IS DISTINCT FROM excluded.embedding"
 )
@@ -155,7 +175,8 @@ class LinkingRepository:
         partial HNSW index (created with the set's first note vector)."""
         await self.ensure_index(conn, set_id, int(vector.shape[0]))
         await conn.execute(
-            _UPSERT_VECTOR.sql, *_UPSERT_VECTOR.args(set_id=set_id, note_id=note_id, vector=vector)
+            _UPSERT_VECTOR.sql,
+            *_UPSERT_VECTOR.args(set_id=set_id, note_id=note_id, embedding=vector),
         )
 
     async def drop_vector(self, conn: Connection, set_id: int, note_id: UUID) -> None:

@@ -12,6 +12,7 @@ from uuid import UUID
 
 import numpy as np
 
+from fortemi.graph.linking.repository import NOTE_EMBEDDING
 from fortemi.graph.links.repository import NOTE_LINK
 from fortemi.graph.maintenance.algorithms import Communities, Pair, Vector, pair
 from fortemi.graph.maintenance.plan import GraphState
@@ -52,9 +53,10 @@ GRAPH_COMMUNITY = Table("graph_community", CommunityRow)
 _BUSIEST_SET = Query(
     "SELECT set_id FROM note_embedding GROUP BY set_id ORDER BY count(*) DESC, set_id DESC LIMIT 1"
 )
-_VECTORS = Query(
-    "SELECT e.note_id, e.embedding FROM note_embedding e JOIN note n ON n.id = e.note_id "
-    "WHERE e.set_id = :set_id AND n.deleted_at IS NULL ORDER BY e.note_id"
+_VECTORS = NOTE_EMBEDDING.query(
+    "SELECT {selected} FROM {table} e JOIN note n ON n.id = e.note_id "
+    "WHERE e.set_id = :set_id AND n.deleted_at IS NULL ORDER BY e.note_id",
+    selected=NOTE_EMBEDDING.names("note_id", "embedding", alias="e"),
 )
 # Each link between two live notes; a semantic pair is read once (its two rows agree).
 _LINKS = NOTE_LINK.query(
