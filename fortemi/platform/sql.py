@@ -13,7 +13,10 @@
     ``{columns}``, ``{alias.columns}`` and ``{table}`` stand for the declared select list
     and name, and ``{key}`` for ``declared[key]`` (another table's ``select_list``);
   - ``table.insert(...)``: ``INSERT INTO name (cols) VALUES (:col, ...)`` over the declared
-    columns (or the ones named), and ``table.binds(row)``: a model instance as bind values.
+    columns (or the ones named; ``values=`` gives a column a fixed SQL expression instead
+    of its bind), and ``table.binds(row)``: a model instance as bind values;
+  - ``table.names("a", "b", alias="l")``: ``"l.a, l.b"``, a statement's own selection of
+    the declared columns; a name the declaration lacks is a TypeError at import.
 
   ``Table("note", Note, convert=..., omit=...)``: ``omit`` names fields the table does not
   store (they must have defaults). A field added to the model is selected, mapped and
@@ -208,6 +211,17 @@ class Table(Generic[M]):
     def select_list_of(self, alias: str) -> str:
         return ", ".join(f"{alias}.{column}" for column in self.columns)
 
+    def names(self, *columns: str, alias: str | None = None) -> str:
+        """``columns`` as a list (each ``alias.``-qualified when given), checked against
+        the declaration: a statement naming a column of its own still spells it once."""
+        self._check(columns)
+        return ", ".join(column if alias is None else f"{alias}.{column}" for column in columns)
+
+    def _check(self, columns: Iterable[str]) -> None:
+        unknown = [column for column in columns if column not in self.columns]
+        if unknown:
+            raise TypeError(f"{self.name} declares no column {', '.join(unknown)}")
+
     def query(self, sql: str, **declared: str) -> Query:
         """A :class:`Query` of ``sql`` with ``{columns}``, ``{alias.columns}`` and
         ``{table}`` replaced by the declaration, and each ``{key}`` of ``declared`` by its
@@ -222,11 +236,24 @@ class Table(Generic[M]):
             text = text.replace(f"{{{key}}}", fragment)
         return Query(text)
 
-    def insert(self, columns: Iterable[str] | None = None, *, suffix: str = "") -> Query:
+    def insert(
+        self,
+        columns: Iterable[str] | None = None,
+        *,
+        suffix: str = "",
+        values: Mapping[str, str] | None = None,
+    ) -> Query:
         """``INSERT INTO table (cols) VALUES (:col, ...)`` then ``suffix`` (``ON CONFLICT``,
-        ``RETURNING {columns}``...), over the declared columns or those named."""
+        ``RETURNING {columns}``...), over the declared columns or those named (each must be
+        declared). ``values`` maps a column to the fixed SQL expression it takes instead of
+        its bind (a literal, ``clock_timestamp()``): statement text, never a value."""
         names = self.columns if columns is None else tuple(columns)
-        binds = ", ".join(f":{name}" for name in names)
+        expressions = dict(values or {})
+        self._check([*names, *expressions])
+        stray = [column for column in expressions if column not in names]
+        if stray:
+            raise TypeError(f"values names a column the insert lacks: {', '.join(stray)}")
+        binds = ", ".join(expressions.get(name, f":{name}") for name in names)
         # Only declared identifiers and bind names are spliced, never a value.
         sql = f"INSERT INTO {self.name} ({', '.join(names)}) VALUES ({binds}) {suffix}"  # noqa: S608
         return self.query(sql.rstrip())

@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from fortemi.platform.database import Connection
 from fortemi.platform.sql import Query, Table, Where
-from fortemi.retrieval.sets import EmbeddingSet
+from fortemi.retrieval.sets import EMBEDDING_SET, EmbeddingSet
 
 __all__ = [
     "CHUNK",
@@ -116,6 +116,28 @@ class SemanticRow:
     distance: float
     text: str | None
     offered: int | None
+
+
+# What other features read of a note's vectors (through fortemi.retrieval.service). The
+# newest set holding the note's chunk vectors is found per set, newest first, one probe of
+# chunk_embedding's (set_id, note_id) index each: a note's chunks are not indexed by note
+# alone, and a memory has a handful of sets.
+_LATEST_SET_OF_NOTE = Query("""
+SELECT s.id FROM embedding_set s
+WHERE EXISTS (SELECT 1 FROM chunk_embedding e WHERE e.set_id = s.id AND e.note_id = :note_id)
+ORDER BY s.id DESC LIMIT 1
+""")
+_NOTE_VECTORS = CHUNK_EMBEDDING.query(
+    "SELECT embedding FROM {table} WHERE set_id = :set_id AND note_id = :note_id"
+)
+_SET_BY_ID = EMBEDDING_SET.query("SELECT {columns} FROM {table} WHERE id = :id")
+
+
+def _as_vector(value: object) -> Vector:
+    """A stored vector as float32 numpy (the pool's codec decodes pgvector's binary form
+    to a ``pgvector.Vector``)."""
+    to_numpy = getattr(value, "to_numpy", None)
+    return np.asarray(to_numpy() if to_numpy is not None else value, dtype=np.float32)
 
 
 class RetrievalRepository:
@@ -226,6 +248,22 @@ class RetrievalRepository:
         await conn.executemany(
             upsert.sql, [upsert.args(CHUNK_EMBEDDING.binds(row)) for row in rows]
         )
+
+    async def latest_set_of_note(self, conn: Connection, note_id: UUID) -> int | None:
+        """The newest set holding vectors of the note's chunks."""
+        found = await conn.fetchval(
+            _LATEST_SET_OF_NOTE.sql, *_LATEST_SET_OF_NOTE.args(note_id=note_id)
+        )
+        return None if found is None else int(found)
+
+    async def note_vectors(self, conn: Connection, set_id: int, note_id: UUID) -> list[Vector]:
+        """The vectors of the note's chunks in the set (in no particular order)."""
+        args = _NOTE_VECTORS.args(set_id=set_id, note_id=note_id)
+        return [_as_vector(row["embedding"]) for row in await conn.fetch(_NOTE_VECTORS.sql, *args)]
+
+    async def embedding_set(self, conn: Connection, set_id: int) -> EmbeddingSet | None:
+        row = await conn.fetchrow(_SET_BY_ID.sql, *_SET_BY_ID.args(id=set_id))
+        return None if row is None else EMBEDDING_SET.from_record(row)
 
     # -- chunks ----------------------------------------------------------------------------
 

@@ -2,9 +2,8 @@
 (``note_link`` rows of kind ``semantic``). Every method runs in the caller's memory
 transaction.
 
-Two reads reach into retrieval's tables, read-only: a note's chunk vectors
-(``chunk_embedding``), which a note vector is the mean of, and the set a note was last
-embedded in. Retrieval exposes no service for either and must not import the graph.
+A note vector is the mean of the note's chunk vectors, which are retrieval's: the
+service reads them through :mod:`fortemi.retrieval.service`, never from its tables here.
 
 A semantic link is one undirected edge stored as two rows. Each pair remembers which of
 its notes chose it and how (``metadata.choices``, ``metadata.origins``): re-linking a
@@ -24,10 +23,19 @@ from uuid import UUID
 import numpy as np
 
 from fortemi.graph.linking.selection import Vector
+from fortemi.graph.links.repository import NOTE_LINK
 from fortemi.platform.database import Connection
-from fortemi.platform.sql import Query
+from fortemi.platform.sql import Query, Table
 
-__all__ = ["HNSW_EF_CONSTRUCTION", "HNSW_M", "LinkRow", "LinkingRepository", "Neighbour"]
+__all__ = [
+    "HNSW_EF_CONSTRUCTION",
+    "HNSW_M",
+    "NOTE_EMBEDDING",
+    "LinkRow",
+    "LinkingRepository",
+    "Neighbour",
+    "NoteVector",
+]
 
 # As chunk_embedding's per-set indexes (fortemi/retrieval/sets.py gives the measurements).
 HNSW_M, HNSW_EF_CONSTRUCTION = 32, 128
@@ -48,6 +56,19 @@ class Neighbour:
 
 
 @dataclass(frozen=True, slots=True)
+class NoteVector:
+    """A row of ``note_embedding``: a note's vector in one embedding set."""
+
+    set_id: int
+    note_id: UUID
+    embedding: Vector
+
+
+# The one declaration of note_embedding's columns (maintenance reads it too).
+NOTE_EMBEDDING = Table("note_embedding", NoteVector)
+
+
+@dataclass(frozen=True, slots=True)
 class LinkRow:
     """One semantic link to write, both directions."""
 
@@ -61,22 +82,9 @@ def index_name(set_id: int) -> str:
     return f"note_embedding_hnsw_{int(set_id)}"
 
 
-# Per set, newest first, one probe of chunk_embedding's (set_id, note_id) index each: a
-# note's chunks are not indexed by note alone, and a memory has a handful of sets.
-_LATEST_SET = Query(
-    """
-    SELECT s.id FROM embedding_set s
-    WHERE EXISTS (SELECT 1 FROM chunk_embedding e WHERE e.set_id = s.id AND e.note_id = :note_id)
-    ORDER BY s.id DESC LIMIT 1
-    """
-)
-_CHUNK_VECTORS = Query(
-    "SELECT embedding FROM chunk_embedding WHERE set_id = :set_id AND note_id = :note_id"
-)
 _LIVE = Query("SELECT true FROM note WHERE id = :note_id AND deleted_at IS NULL")
-_UPSERT_VECTOR = Query(
-    "INSERT INTO note_embedding (set_id, note_id, embedding) VALUES (:set_id, :note_id, :vector) "
-    "ON CONFLICT (set_id, note_id) DO UPDATE SET embedding = excluded.embedding, "
+_UPSERT_VECTOR = NOTE_EMBEDDING.insert(
+    suffix="ON CONFLICT (set_id, note_id) DO UPDATE SET embedding = excluded.embedding, "
     "updated_at = clock_timestamp() "
     "WHERE note_embedding.embedding IS DISTINCT FROM excluded.embedding"
 )
@@ -106,18 +114,27 @@ _WITHDRAW = Query(
       AND metadata -> 'choices' ? :origin
     """
 )
-_UPSERT_LINK = Query(
-    """
-    INSERT INTO note_link (source_id, target_id, kind, score, rank, metadata, set_id, model,
-                           computed_at, created_by)
-    VALUES (:source_id, :target_id, 'semantic', :score, :rank, :metadata, :set_id, :model,
-            clock_timestamp(), 'Linking')
+_UPSERT_LINK = NOTE_LINK.insert(
+    (
+        "source_id",
+        "target_id",
+        "kind",
+        "score",
+        "rank",
+        "metadata",
+        "set_id",
+        "model",
+        "computed_at",
+        "created_by",
+    ),
+    values={"kind": "'semantic'", "computed_at": "clock_timestamp()", "created_by": "'Linking'"},
+    suffix="""
     ON CONFLICT (source_id, kind, target_id) DO UPDATE SET
         set_id = excluded.set_id, model = excluded.model, computed_at = excluded.computed_at,
         metadata = jsonb_set(note_link.metadata, '{choices}',
             coalesce(note_link.metadata -> 'choices', '{}'::jsonb)
             || (excluded.metadata -> 'choices'))
-    """
+    """,
 )
 _DROP_UNCHOSEN = Query(
     """
@@ -145,27 +162,11 @@ _DERIVE = Query(
     WHERE l.kind = 'semantic' AND l.source_id = d.source_id AND l.target_id = d.target_id
     """
 )
-_SET_MODEL = Query("SELECT model FROM embedding_set WHERE id = :set_id")
 
 
 class LinkingRepository:
-    async def latest_set(self, conn: Connection, note_id: UUID) -> int | None:
-        """The newest set holding vectors of the note's chunks."""
-        found = await conn.fetchval(_LATEST_SET.sql, *_LATEST_SET.args(note_id=note_id))
-        return None if found is None else int(found)
-
     async def is_live(self, conn: Connection, note_id: UUID) -> bool:
         return bool(await conn.fetchval(_LIVE.sql, *_LIVE.args(note_id=note_id)))
-
-    async def chunk_vectors(self, conn: Connection, set_id: int, note_id: UUID) -> list[Vector]:
-        rows = await conn.fetch(
-            _CHUNK_VECTORS.sql, *_CHUNK_VECTORS.args(set_id=set_id, note_id=note_id)
-        )
-        return [_vector(row["embedding"]) for row in rows]
-
-    async def model(self, conn: Connection, set_id: int) -> str | None:
-        found = await conn.fetchval(_SET_MODEL.sql, *_SET_MODEL.args(set_id=set_id))
-        return None if found is None else str(found)
 
     async def store_vector(
         self, conn: Connection, set_id: int, note_id: UUID, vector: Vector
@@ -174,7 +175,8 @@ class LinkingRepository:
         partial HNSW index (created with the set's first note vector)."""
         await self.ensure_index(conn, set_id, int(vector.shape[0]))
         await conn.execute(
-            _UPSERT_VECTOR.sql, *_UPSERT_VECTOR.args(set_id=set_id, note_id=note_id, vector=vector)
+            _UPSERT_VECTOR.sql,
+            *_UPSERT_VECTOR.args(set_id=set_id, note_id=note_id, embedding=vector),
         )
 
     async def drop_vector(self, conn: Connection, set_id: int, note_id: UUID) -> None:

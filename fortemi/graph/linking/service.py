@@ -27,6 +27,7 @@ from fortemi.graph.linking.selection import (
     select_links,
 )
 from fortemi.platform.database import Database, set_local
+from fortemi.retrieval.service import ChunkVectorService
 
 __all__ = ["ConceptSource", "LinkOutcome", "LinkingSettings", "NoteLinker"]
 
@@ -79,26 +80,30 @@ class NoteLinker:
         db: Database,
         concepts: ConceptSource | None = None,
         settings: LinkingSettings | None = None,
+        vectors: ChunkVectorService | None = None,
     ) -> None:
         self._db = db
         self._concepts = concepts
         self._settings = settings or LinkingSettings()
+        self._vectors = vectors or ChunkVectorService(db)
         self._repo = LinkingRepository()
 
     async def link(self, memory: str, note_id: UUID, set_id: int | None = None) -> LinkOutcome:
         """Link ``note_id`` in set ``set_id`` (None: the newest set holding its vectors)."""
         settings = self._settings
         repo = self._repo
+        # The chunk vectors are retrieval's, read through its service (its own transaction,
+        # as every read here is READ COMMITTED: one transaction would see no more).
+        found = await self._vectors.note_chunk_vectors(memory, note_id, set_id)
+        chosen = found.set_id
         async with self._db.memory_transaction(memory) as conn:
             if not await repo.is_live(conn, note_id):
                 return LinkOutcome(set_id, skipped="note_gone")
-            chosen = set_id if set_id is not None else await repo.latest_set(conn, note_id)
-            chunks = [] if chosen is None else await repo.chunk_vectors(conn, chosen, note_id)
-            if chosen is None or not chunks:
+            if chosen is None or not found.vectors:
                 if chosen is not None:
                     await repo.drop_vector(conn, chosen, note_id)
                 return LinkOutcome(chosen, skipped="not_embedded")
-            vector = mean_vector(np.stack(chunks))
+            vector = mean_vector(np.stack(found.vectors))
             await repo.store_vector(conn, chosen, note_id, vector)
             k = adaptive_k(
                 await repo.note_count(conn, chosen), low=settings.k_min, high=settings.k_max
@@ -106,7 +111,7 @@ class NoteLinker:
             fetch = k * settings.candidates_per_link
             await set_local(conn, "hnsw.ef_search", max(MIN_EF_SEARCH, fetch + 1))
             neighbours = await repo.nearest(conn, chosen, note_id, vector, fetch)
-            model = await repo.model(conn, chosen)
+        model = found.model
         concepts: dict[UUID, frozenset[UUID]] = {}
         if self._concepts is not None and neighbours:
             ids = [note_id, *(n.note_id for n in neighbours)]

@@ -1,6 +1,10 @@
 """All SQL on ``note_link`` (explicit and wiki rows, and link reads), ``wiki_link`` and
 ``note_wiki_key``.
 
+:data:`NOTE_LINK` is the one declaration of ``note_link``'s columns for the whole graph:
+linking (semantic rows), maintenance (SNN scores, PFNET flags) and the traversal write
+and read the same table and take their column lists from it.
+
 Every method takes a connection inside ``Database.memory_transaction``. Values travel as
 parameters bound by name; lists of rows travel as arrays through ``unnest``, one round
 trip per statement whatever their length. The reads that apply a caller's read scope
@@ -92,22 +96,24 @@ WHERE l.kind = 'wiki' AND l.source_id = ANY(:ids::uuid[])
                   WHERE w.source_id = l.source_id AND w.target_id = l.target_id)
 RETURNING l.source_id, l.target_id
 """)
-_ADD_WIKI_EDGES = Query("""
-INSERT INTO note_link (source_id, target_id, kind, score)
+_ADD_WIKI_EDGES = NOTE_LINK.query(
+    """
+INSERT INTO {table} ({inserted})
 SELECT DISTINCT w.source_id, w.target_id, 'wiki', 1.0
 FROM wiki_link w
 WHERE w.source_id = ANY(:ids::uuid[]) AND w.target_id IS NOT NULL
   AND w.target_id <> w.source_id
 ON CONFLICT DO NOTHING
 RETURNING source_id, target_id
-""")
+""",
+    inserted=NOTE_LINK.names("source_id", "target_id", "kind", "score"),
+)
 
-_INSERT_EXPLICIT = NOTE_LINK.query("""
-INSERT INTO note_link (source_id, target_id, kind, score, created_by)
-VALUES (:source_id, :target_id, 'explicit', :score, :actor)
-ON CONFLICT (source_id, kind, target_id) DO NOTHING
-RETURNING {columns}
-""")
+_INSERT_EXPLICIT = NOTE_LINK.insert(
+    ("source_id", "target_id", "kind", "score", "created_by"),
+    values={"kind": "'explicit'"},
+    suffix="ON CONFLICT (source_id, kind, target_id) DO NOTHING RETURNING {columns}",
+)
 _GET_LINK = NOTE_LINK.query(
     "SELECT {columns} FROM note_link "
     "WHERE source_id = :source_id AND kind = :kind AND target_id = :target_id"
@@ -210,7 +216,7 @@ class LinkRepository:
     ) -> NoteLink | None:
         """The new link; None when one from ``source_id`` to ``target_id`` exists."""
         args = _INSERT_EXPLICIT.args(
-            source_id=source_id, target_id=target_id, score=score, actor=actor
+            source_id=source_id, target_id=target_id, score=score, created_by=actor
         )
         row = await conn.fetchrow(_INSERT_EXPLICIT.sql, *args)
         return None if row is None else NOTE_LINK.from_record(row)

@@ -12,6 +12,8 @@ from uuid import UUID
 
 import numpy as np
 
+from fortemi.graph.linking.repository import NOTE_EMBEDDING
+from fortemi.graph.links.repository import NOTE_LINK
 from fortemi.graph.maintenance.algorithms import Communities, Pair, Vector, pair
 from fortemi.graph.maintenance.plan import GraphState
 from fortemi.platform.database import Connection
@@ -51,19 +53,21 @@ GRAPH_COMMUNITY = Table("graph_community", CommunityRow)
 _BUSIEST_SET = Query(
     "SELECT set_id FROM note_embedding GROUP BY set_id ORDER BY count(*) DESC, set_id DESC LIMIT 1"
 )
-_VECTORS = Query(
-    "SELECT e.note_id, e.embedding FROM note_embedding e JOIN note n ON n.id = e.note_id "
-    "WHERE e.set_id = :set_id AND n.deleted_at IS NULL ORDER BY e.note_id"
+_VECTORS = NOTE_EMBEDDING.query(
+    "SELECT {selected} FROM {table} e JOIN note n ON n.id = e.note_id "
+    "WHERE e.set_id = :set_id AND n.deleted_at IS NULL ORDER BY e.note_id",
+    selected=NOTE_EMBEDDING.names("note_id", "embedding", alias="e"),
 )
 # Each link between two live notes; a semantic pair is read once (its two rows agree).
-_LINKS = Query(
+_LINKS = NOTE_LINK.query(
     """
-    SELECT l.source_id, l.target_id, l.kind, l.score, l.pruned
-    FROM note_link l
+    SELECT {selected}
+    FROM {table} l
     JOIN note s ON s.id = l.source_id AND s.deleted_at IS NULL
     JOIN note t ON t.id = l.target_id AND t.deleted_at IS NULL
     WHERE l.kind <> 'semantic' OR l.source_id < l.target_id
-    """
+    """,
+    selected=NOTE_LINK.names("source_id", "target_id", "kind", "score", "pruned", alias="l"),
 )
 _DELETE_PAIRS = Query(
     """

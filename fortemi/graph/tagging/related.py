@@ -24,7 +24,7 @@ import math
 from itertools import combinations
 from uuid import UUID
 
-from fortemi.graph.tagging.repository import Cooccurrence, TaggingRepository
+from fortemi.graph.vocabulary.models import Cooccurrence
 from fortemi.graph.vocabulary.service import VocabularyService
 from fortemi.platform.database import Database
 from fortemi.platform.errors import NotFound
@@ -57,11 +57,9 @@ def related_confidence(together: int, first: int, second: int, notes: int) -> fl
 
 
 class _RelatedHandler:
-    def __init__(self, db: Database, vocabulary: VocabularyService, *, floor: float) -> None:
-        self._db = db
+    def __init__(self, vocabulary: VocabularyService, *, floor: float) -> None:
         self._vocabulary = vocabulary
         self._floor = floor
-        self._repo = TaggingRepository()
 
     async def __call__(self, context: HandlerContext) -> JobOutcome:
         memory = context.job.memory
@@ -81,8 +79,7 @@ class _RelatedHandler:
         ]
         if not pairs:
             return JobOutcome.success({"pairs": 0, "related": 0, "new": 0})
-        async with self._db.memory_transaction(memory) as conn:
-            counts = await self._repo.cooccurrence(conn, [c.concept_id for c in concepts])
+        counts = await self._vocabulary.cooccurrence(memory, [c.concept_id for c in concepts])
         kept = [(a, b, c) for a, b in pairs if (c := _confidence(counts, a, b)) >= self._floor]
         try:
             new = (
@@ -108,11 +105,15 @@ def _confidence(counts: Cooccurrence, a: UUID, b: UUID) -> float:
 def related_concept_inference_type(
     db: Database, vocabulary: VocabularyService, *, floor: float = 0.2
 ) -> JobType:
-    """The ``RelatedConceptInference`` job type (cpu tier; payload ``note_id``)."""
+    """The ``RelatedConceptInference`` job type (cpu tier; payload ``note_id``).
+
+    Everything it reads and writes goes through ``vocabulary`` (the concepts' owner);
+    ``db`` is unused and stays so every graph job type is built from (db, services)."""
+    del db
     return JobType(
         name=RELATED_CONCEPT_INFERENCE,
         tier=Tier.CPU,
         priority=2,
-        handler=_RelatedHandler(db, vocabulary, floor=floor),
+        handler=_RelatedHandler(vocabulary, floor=floor),
         max_attempts=5,
     )

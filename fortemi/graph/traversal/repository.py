@@ -65,6 +65,11 @@ __all__ = [
     "walk_statement",
 ]
 
+# ``note_link``'s columns are declared once, as ``NOTE_LINK`` in fortemi.graph.links.repository.
+# The walk stays hand-composed SQL (its fragments are spliced per level, for speed), so
+# rather than splice select lists here, tests/unit/graph/test_link_columns.py checks every
+# ``l.<column>`` of these statements against that declaration.
+
 # Min and max of the memory's semantic scores; span NULL when they are equal (all 1.0).
 _BOUNDS = """
 bounds AS MATERIALIZED (

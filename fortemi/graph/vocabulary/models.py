@@ -29,6 +29,7 @@ __all__ = [
     "ConceptProposal",
     "ConceptRelation",
     "ConceptScheme",
+    "Cooccurrence",
     "LabelEntry",
     "NoteConcept",
 ]
@@ -160,3 +161,16 @@ class Collection:
     ordered: bool
     created_at: datetime
     members: tuple[UUID, ...] = ()  # in position order
+
+
+@dataclass(frozen=True, slots=True)
+class Cooccurrence:
+    """Over the memory's live notes that carry any concept: how many there are, how many
+    carry each concept, and each pair (keyed smaller id first)."""
+
+    notes: int
+    singles: dict[UUID, int]
+    pairs: dict[tuple[UUID, UUID], int]
+
+    def together(self, a: UUID, b: UUID) -> int:
+        return self.pairs.get((a, b) if a < b else (b, a), 0)

@@ -18,6 +18,7 @@ from fortemi.graph.vocabulary.models import (
     ConceptLabel,
     ConceptRelation,
     ConceptScheme,
+    Cooccurrence,
     NoteConcept,
 )
 from fortemi.platform.database import Connection
@@ -229,6 +230,31 @@ _PREF_LABELS = CONCEPT.query(
 )
 
 
+# How often concepts occur, alone and together, on the memory's live notes (for
+# related-concept inference). Counted here rather than from every note's concepts in
+# Python, which would move the whole table per job.
+_CONCEPT_NOTES = Query("""
+SELECT count(DISTINCT nc.note_id)
+FROM note_concept nc JOIN note n ON n.id = nc.note_id
+WHERE n.deleted_at IS NULL
+""")
+_SINGLES = Query("""
+SELECT nc.concept_id, count(*) AS notes
+FROM note_concept nc JOIN note n ON n.id = nc.note_id
+WHERE n.deleted_at IS NULL AND nc.concept_id = ANY(:ids::uuid[])
+GROUP BY nc.concept_id
+""")
+_PAIRS = Query("""
+SELECT a.concept_id AS first, b.concept_id AS second, count(*) AS notes
+FROM note_concept a
+JOIN note_concept b ON b.note_id = a.note_id AND b.concept_id > a.concept_id
+JOIN note n ON n.id = a.note_id
+WHERE n.deleted_at IS NULL
+  AND a.concept_id = ANY(:ids::uuid[]) AND b.concept_id = ANY(:ids::uuid[])
+GROUP BY a.concept_id, b.concept_id
+""")
+
+
 class VocabularyRepository:
     async def lock(self, conn: Connection) -> None:
         await conn.execute(_LOCK.sql)
@@ -411,3 +437,14 @@ class VocabularyRepository:
     async def pref_labels(self, conn: Connection, concept_ids: Sequence[UUID]) -> dict[UUID, str]:
         rows = await conn.fetch(_PREF_LABELS.sql, *_PREF_LABELS.args(ids=list(concept_ids)))
         return {row["id"]: row["label"] for row in rows}
+
+    async def cooccurrence(self, conn: Connection, concept_ids: Sequence[UUID]) -> Cooccurrence:
+        ids = sorted(set(concept_ids))
+        notes = await conn.fetchval(_CONCEPT_NOTES.sql)
+        singles = await conn.fetch(_SINGLES.sql, *_SINGLES.args(ids=ids))
+        pairs = await conn.fetch(_PAIRS.sql, *_PAIRS.args(ids=ids))
+        return Cooccurrence(
+            notes=int(notes or 0),
+            singles={row["concept_id"]: int(row["notes"]) for row in singles},
+            pairs={(row["first"], row["second"]): int(row["notes"]) for row in pairs},
+        )

@@ -5,7 +5,8 @@ Contract for the other graph features (tagging, linking, traversal) and GraphQL:
 * :meth:`VocabularyService.tag_note` attaches concepts named by label paths, creating the
   missing ones as ``candidate`` in the memory's default scheme, in one transaction that
   never touches the note's row or version (concepts live beside the note).
-* :meth:`label_index`, :meth:`note_concepts`, :meth:`concept_ids`, :meth:`labels` read;
+* :meth:`label_index`, :meth:`note_concepts`, :meth:`concept_ids`, :meth:`labels`,
+  :meth:`cooccurrence` read;
   :meth:`relate` adds symmetric ``related`` edges; :meth:`expand` turns concept and scheme
   ids into the concept sets the note filters take (descendants included).
 
@@ -33,6 +34,7 @@ from fortemi.graph.vocabulary.models import (
     MAX_LABEL_CHARS,
     SOURCES,
     ConceptProposal,
+    Cooccurrence,
     LabelEntry,
     NoteConcept,
 )
@@ -268,6 +270,12 @@ class VocabularyService:
                 and not await self._repo.is_ancestor(conn, b, a)
             ]
             return await self._repo.relate(conn, kept, created_by) if kept else 0
+
+    async def cooccurrence(self, memory: str, concept_ids: Sequence[UUID]) -> Cooccurrence:
+        """How many live notes carry any concept, each of ``concept_ids``, and each pair of
+        them together (for related-concept inference)."""
+        async with self._db.memory_transaction(memory) as conn:
+            return await self._repo.cooccurrence(conn, concept_ids)
 
     async def labels(self, memory: str, concept_ids: Sequence[UUID]) -> dict[UUID, str]:
         """The preferred label of each existing concept of ``concept_ids``."""

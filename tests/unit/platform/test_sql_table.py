@@ -128,3 +128,25 @@ def test_no_converter_sees_null() -> None:
     thing = table.from_record({**RECORD, "name": None, "tags": None})
 
     assert [thing.name, thing.tags, thing.previous] == [None, None, None]
+
+
+def test_names_lists_declared_columns_and_refuses_others() -> None:
+    table = Table("thing", Thing)
+
+    assert table.names("id", "colour") == "id, colour"
+    assert table.names("id", "colour", alias="t") == "t.id, t.colour"
+    with pytest.raises(TypeError, match="thing declares no column size"):
+        table.names("id", "size")
+
+
+def test_insert_takes_fixed_expressions_and_refuses_undeclared_columns() -> None:
+    table = Table("thing", Thing)
+
+    insert = table.insert(("id", "name", "colour"), values={"colour": "'red'"})
+
+    assert insert.sql == "INSERT INTO thing (id, name, colour) VALUES ($1, $2, 'red')"
+    assert insert.names == ("id", "name")
+    with pytest.raises(TypeError, match="thing declares no column size"):
+        table.insert(("id", "size"))
+    with pytest.raises(TypeError, match="values names a column the insert lacks: colour"):
+        table.insert(("id", "name"), values={"colour": "'red'"})

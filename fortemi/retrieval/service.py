@@ -1,0 +1,56 @@
+"""Retrieval's API for the other features: what they may read of its tables.
+
+The graph builds a note's vector from the note's chunk vectors (automatic linking); the
+chunks, their vectors and the embedding sets are retrieval's, so the graph asks here
+rather than reading ``chunk_embedding`` or ``embedding_set`` itself. Each call runs in
+one memory transaction of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from uuid import UUID
+
+import numpy as np
+import numpy.typing as npt
+
+from fortemi.platform.database import Database
+from fortemi.retrieval.repository import RetrievalRepository
+
+__all__ = ["ChunkVectorService", "NoteChunkVectors"]
+
+
+@dataclass(frozen=True, slots=True)
+class NoteChunkVectors:
+    """A note's chunk vectors in one embedding set.
+
+    ``set_id`` is None when no set holds a vector of the note; ``vectors`` is empty when
+    the set named holds none (or does not exist), and ``model`` is then None too.
+    """
+
+    set_id: int | None
+    model: str | None = None
+    vectors: tuple[npt.NDArray[np.float32], ...] = ()
+
+
+class ChunkVectorService:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._repo = RetrievalRepository()
+
+    async def note_chunk_vectors(
+        self, memory: str, note_id: UUID, set_id: int | None = None
+    ) -> NoteChunkVectors:
+        """The note's chunk vectors in set ``set_id`` (None: the newest set holding any of
+        them), with the set's model, read in one transaction."""
+        async with self._db.memory_transaction(memory) as conn:
+            chosen = (
+                set_id if set_id is not None else await self._repo.latest_set_of_note(conn, note_id)
+            )
+            if chosen is None:
+                return NoteChunkVectors(None)
+            vectors = await self._repo.note_vectors(conn, chosen, note_id)
+            if not vectors:
+                return NoteChunkVectors(chosen)
+            found = await self._repo.embedding_set(conn, chosen)
+        return NoteChunkVectors(chosen, None if found is None else found.model, tuple(vectors))
