@@ -227,6 +227,25 @@ class RetrievalRepository:
             upsert.sql, [upsert.args(CHUNK_EMBEDDING.binds(row)) for row in rows]
         )
 
+    async def notes_missing(self, conn: Connection, set_id: int) -> list[UUID]:
+        """Live notes not held whole by set ``set_id``: never chunked, or with a chunk
+        without a vector there."""
+        rows = await conn.fetch(
+            """
+            SELECT n.id FROM note n
+            WHERE n.deleted_at IS NULL
+              AND (NOT EXISTS (SELECT 1 FROM chunk c WHERE c.note_id = n.id)
+                   OR EXISTS (
+                       SELECT 1 FROM chunk c
+                       WHERE c.note_id = n.id
+                         AND NOT EXISTS (SELECT 1 FROM chunk_embedding e
+                                         WHERE e.set_id = $1 AND e.chunk_id = c.id)))
+            ORDER BY n.id
+            """,
+            set_id,
+        )
+        return [row["id"] for row in rows]
+
     # -- chunks ----------------------------------------------------------------------------
 
     async def chunk_count(self, conn: Connection) -> int:
