@@ -197,7 +197,8 @@ class _EmbeddingHandler:
     While the configured set fills (a composition or model change made it new), search
     answers from an older complete set (:meth:`EmbeddingSets.serving`); the job writes
     that set too, so it stays complete (and answers for this note's new text) until the
-    new one takes over. The run that creates a set enqueues its backfill.
+    new one takes over. The run that creates a memory's second or later set enqueues its
+    backfill (``EmbeddingBackfill``).
     """
 
     def __init__(
@@ -244,13 +245,17 @@ class _EmbeddingHandler:
             chosen, created = await self._sets.ensure_new(
                 conn, model.name, model.dimension, composition
             )
+            # A memory's first set needs no backfill: each of its notes' text changes has
+            # enqueued the note's own job. A later one (the composition or the model
+            # changed) has every note to catch up on.
+            backfill = created and await self._sets.count(conn) > 1
             serving = await self._serving_set(conn, memory, chosen, created)
             targets = [chosen] if serving is None else [chosen, serving]
             concepts: list[str] = []
             if self._concepts is not None:
                 concepts = await self._concepts.for_note(conn, note_id)
             existing = [(s, await self._chunks.chunks(conn, note_id, s)) for s in targets]
-        if created:
+        if backfill:
             await context.enqueue(backfill_spec(memory, chosen.id))
         plan = _plan(note, existing, concepts, self._chunking)
         try:

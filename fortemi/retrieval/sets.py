@@ -161,6 +161,7 @@ _INCOMPLETE = Query(
     )
     """
 )
+_COUNT = EMBEDDING_SET.query("SELECT count(*) FROM {table}")
 _CREATE = EMBEDDING_SET.insert(
     ("name", "model", "dimension", "composition"),
     suffix="ON CONFLICT (name) DO NOTHING RETURNING {columns}",
@@ -181,6 +182,10 @@ class EmbeddingSets:
         """Whether every chunk of every live note has a vector in ``chosen``: one
         anti-join over the memory's chunks, stopping at the first gap."""
         return not await conn.fetchval(_INCOMPLETE.sql, *_INCOMPLETE.args(set_id=chosen.id))
+
+    async def count(self, conn: Connection) -> int:
+        """How many sets the memory has (of any model)."""
+        return int(await conn.fetchval(_COUNT.sql))
 
     async def siblings(self, conn: Connection, model: str, dimension: int) -> list[EmbeddingSet]:
         """The memory's sets of ``model`` at ``dimension``, newest first."""
