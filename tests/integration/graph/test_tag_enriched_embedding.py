@@ -5,7 +5,7 @@ full, and vectors that follow the note's concepts."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import blake3
 
@@ -18,7 +18,9 @@ from fortemi.platform.database import Database
 from fortemi.platform.jobs.models import Job, JobOutcome, JobSpec, JobType, Tier
 from fortemi.platform.jobs.registry import JobRegistry
 from fortemi.platform.jobs.service import JobService
-from fortemi.platform.notes import NotePatch, NoteService
+from fortemi.platform.memories import MemoryService
+from fortemi.platform.notes import NoteDraft, NotePatch, NoteService
+from fortemi.platform.settings import Settings
 from fortemi.retrieval.indexing import (
     EMBEDDING,
     EMBEDDING_BACKFILL,
@@ -30,6 +32,7 @@ from fortemi.retrieval.indexing import (
 )
 from fortemi.retrieval.search import Scope, SearchMode, SearchRequest, SearchService
 from fortemi.retrieval.sets import DocumentComposition, EmbeddingSet, EmbeddingSets
+from fortemi.runtime import job_registry
 from tests.integration.graph.conftest import Write, run_job
 
 CHUNKING = Chunking(size=1000, overlap=100)
@@ -308,3 +311,33 @@ async def test_the_tagging_job_enqueues_embedding_after_writing_concepts_when_as
         embedding = [s for s in enqueued if s.type == EMBEDDING]
         assert len(embedding) == expected
         assert all(s.dedupe_key == f"{EMBEDDING}:{memory}:{note}" for s in embedding)
+
+
+async def test_the_worker_registry_embeds_concepts_only_when_the_setting_is_on(
+    db: Database,
+    settings: Settings,
+    notes: NoteService,
+    vocabulary: VocabularyService,
+    memory_service: MemoryService,
+    local_backend: LocalEmbeddingBackend,
+) -> None:
+    for on in (False, True):
+        registry = job_registry(
+            settings.model_copy(update={"embed_concepts": on}), backend=local_backend
+        )(db)
+        assert EMBEDDING_BACKFILL in registry
+        memory = f"enriched_{int(on)}_{uuid4().hex[:8]}"
+        await memory_service.create(memory, created_by="test")
+        try:
+            draft = NoteDraft(title="Lenses", content="How a lens bends light.")
+            note = (await notes.create(memory, draft, actor="test")).id
+            await _tag(vocabulary, memory, note, ["physics", "optics"])
+            await _embed(registry.get(EMBEDDING), memory, note)
+            [chosen] = await _sets(db, memory)
+            assert chosen.composition.include_concepts is on
+            text, text_hash = await _stored(db, memory, note, chosen.id)
+            concepts = ["physics > optics"] if on else []
+            composed = chosen.composition.document("Lenses", text, [], concepts)
+            assert text_hash == blake3.blake3(composed.encode()).hexdigest()
+        finally:
+            await memory_service.delete(memory, confirm=memory)
