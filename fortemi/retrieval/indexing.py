@@ -3,10 +3,16 @@
 A change to a note's text enqueues an ``Embedding`` job for it in the same transaction
 (:class:`EmbeddingEnqueuer`, the note service's indexer), deduplicated per note: ten quick
 edits while a job waits make one job. The job cuts the note into chunks, composes each
-chunk's text (title, chunk, tags, instruction prefix: the set's
+chunk's text (title, concept paths, chunk, tags, instruction prefix: the set's
 :class:`~fortemi.retrieval.sets.DocumentComposition`), embeds the texts whose hash changed,
 and writes chunks and vectors in one transaction, only if the note still has the text it
 read; a newer text has its own job queued. Running it twice leaves the same state.
+
+Concept paths come from :class:`ConceptLabels`, which the composition root builds over
+the vocabulary when tag-enriched embeddings are on. A composition or model change makes
+a new set: the run that creates it enqueues ``EmbeddingBackfill`` (an ``Embedding`` job
+per note the set lacks), and until the set is complete every run also writes the set
+search still answers from (:meth:`~fortemi.retrieval.sets.EmbeddingSets.serving`).
 
 After a run that wrote (or found current) a note's vectors, the job enqueues the
 follow-ups the composition root gave it (:data:`Followups`: the graph's linking), so
