@@ -141,7 +141,8 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
                 tier=tier,
                 followups=linking_followups,
                 # Tag-enriched embedding: the composition includes concept paths.
-                concepts=ConceptPaths() if settings.embed_concepts else None,
+                concepts=ConceptPaths(),
+                enrich=settings.embed_concepts,
             )
         )
         registry.register(embedding_backfill_type(db, tier=tier))

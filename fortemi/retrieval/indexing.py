@@ -216,12 +216,14 @@ class _EmbeddingHandler:
         concepts: ConceptLabels | None = None,
         *,
         tier: Tier,
+        enrich: bool,
     ) -> None:
         self._db = db
         self._backend = backend
         self._chunking = chunking
         self._followups = followups
         self._concepts = concepts
+        self._enrich = enrich
         self._tier = tier
         self._sets = EmbeddingSets()
         self._notes = NoteRepository()
@@ -230,6 +232,8 @@ class _EmbeddingHandler:
         # another): asked again after a few seconds, so a burst of jobs (a backfill)
         # counts the sets once per interval, not once per note.
         self._serving: dict[tuple[str, int], tuple[float, EmbeddingSet | None]] = {}
+        # (memory, set id) of the sets this process asked a backfill for.
+        self._backfilled: set[tuple[str, int]] = set()
 
     async def __call__(self, context: HandlerContext) -> JobOutcome:
         memory = context.job.memory
@@ -243,7 +247,7 @@ class _EmbeddingHandler:
             model = await self._backend.embedding_model()
         except InferenceError as exc:
             return outcome_for(exc)
-        composition = composition_for(model.name, concepts=self._concepts is not None)
+        composition = composition_for(model.name, concepts=self._enrich)
         async with self._db.memory_transaction(memory) as conn:
             note = await self._notes.get(conn, note_id)
             if note is None:
@@ -253,16 +257,23 @@ class _EmbeddingHandler:
             )
             # A memory's first set needs no backfill: each of its notes' text changes has
             # enqueued the note's own job. A later one (the composition or the model
-            # changed) has every note to catch up on.
-            backfill = created and await self._sets.count(conn) > 1
+            # changed) has every note to catch up on; so has an older set configured
+            # again (the setting turned back) while another one answers: asked once per
+            # process, the backfill's dedupe key making it one job however many ask.
             serving = await self._serving_set(conn, memory, chosen, created)
+            backfill = (memory, chosen.id) not in self._backfilled and (
+                serving is not None or (created and await self._sets.count(conn) > 1)
+            )
             targets = [chosen] if serving is None else [chosen, serving]
             concepts: list[str] = []
-            if self._concepts is not None:
+            # Asked only when a set written includes them: the configured one, or while
+            # the setting was just turned off, the enriched set still answering.
+            if self._concepts is not None and any(s.composition.include_concepts for s in targets):
                 concepts = await self._concepts.for_note(conn, note_id)
             existing = [(s, await self._chunks.chunks(conn, note_id, s)) for s in targets]
         if backfill:
             await context.enqueue(backfill_spec(memory, chosen.id))
+            self._backfilled.add((memory, chosen.id))
         plan = _plan(note, existing, concepts, self._chunking)
         try:
             vectors = await self._embed(context, plan)
@@ -356,12 +367,24 @@ def embedding_job_type(
     tier: Tier,
     followups: Followups | None = None,
     concepts: ConceptLabels | None = None,
+    enrich: bool | None = None,
 ) -> JobType:
     """The ``Embedding`` job type, embedding with ``backend``'s default model; after each
-    successful write it enqueues ``followups(memory, note id, set id)``. With
-    ``concepts`` (``FORTEMI_EMBED_CONCEPTS``) the composition includes the note's concept
-    paths, which makes it another set."""
-    handler = _EmbeddingHandler(db, backend, chunking, followups, concepts, tier=tier)
+    successful write it enqueues ``followups(memory, note id, set id)``.
+
+    ``concepts`` gives notes' concept paths; ``enrich`` (``FORTEMI_EMBED_CONCEPTS``;
+    default: whether ``concepts`` is given) makes the composition include them, which
+    makes it another set. With ``concepts`` and ``enrich`` False, paths are still read
+    for a set that includes them and is still answering (the setting just turned off)."""
+    handler = _EmbeddingHandler(
+        db,
+        backend,
+        chunking,
+        followups,
+        concepts,
+        tier=tier,
+        enrich=concepts is not None if enrich is None else enrich,
+    )
     return JobType(name=EMBEDDING, tier=tier, priority=4, handler=handler, max_attempts=8)
 
 

@@ -87,11 +87,11 @@ async def _sets(db: Database, memory: str) -> list[EmbeddingSet]:
 
 
 async def _semantic_notes(
-    db: Database, backend: LocalEmbeddingBackend, memory: str, query: str
+    db: Database, backend: LocalEmbeddingBackend, memory: str, query: str, concepts: bool = True
 ) -> list[UUID]:
     """The notes semantic search returns, best first, from a search service made now (so
     no set is remembered from an earlier call)."""
-    search = SearchService(db, backend, concepts=True)
+    search = SearchService(db, backend, concepts=concepts)
     outcome = await search.search(
         [Scope(memory, None)], SearchRequest(query=query, mode=SearchMode.SEMANTIC, limit=20)
     )
@@ -228,6 +228,31 @@ async def test_search_answers_from_the_old_set_until_the_new_one_is_full_then_sw
     assert (len(found), found[0]) == (4, ids[2])
     async with db.memory_transaction(memory) as conn:
         assert not await EmbeddingSets().complete(conn, old)
+
+    # Turned off again: the plain set is the configured one but behind, so the enriched
+    # set keeps answering (and keeps its concept paths), and the plain set is backfilled.
+    off = embedding_job_type(
+        db, local_backend, CHUNKING, tier=Tier.CPU, concepts=ConceptPaths(), enrich=False
+    )
+    await notes.update(memory, ids[2], NotePatch(content="Castling protects the king."), actor="t")
+    outcome, enqueued = await _embed(off, memory, ids[2])
+    assert [(s.type, s.payload) for s in enqueued] == [(EMBEDDING_BACKFILL, {"set_id": old.id})]
+    assert outcome.result == {
+        "chunks": 1,
+        "embedded": 1,
+        "serving": {"set": new.id, "embedded": 1},
+    }
+    text, text_hash = await _stored(db, memory, ids[2], new.id)
+    composed = new.composition.document("Chess", text, [], ["chess"])
+    assert text_hash == blake3.blake3(composed.encode()).hexdigest()
+    # That write made the plain set whole again (only this note had changed): it answers.
+    found = await _semantic_notes(db, local_backend, memory, "castling the king", concepts=False)
+    assert (len(found), found[0]) == (4, ids[2])
+    async with db.memory_transaction(memory) as conn:
+        serving = await EmbeddingSets().serving(
+            conn, memory, old.model, old.dimension, old.composition
+        )
+    assert serving == old
 
 
 class _Recorded:
