@@ -62,10 +62,10 @@ from fortemi.platform.notes.jobs import purge_note_type
 from fortemi.platform.notes.service import NoteIndexer
 from fortemi.platform.sealing import SecretBox
 from fortemi.platform.settings import Settings
+from fortemi.retrieval.backfill import embedding_backfill_type
 from fortemi.retrieval.indexing import (
     Chunking,
     EmbeddingEnqueuer,
-    embedding_backfill_type,
     embedding_job_type,
     embedding_spec,
     embedding_tier,

@@ -54,7 +54,6 @@ __all__ = [
     "EmbeddingEnqueuer",
     "Followups",
     "backfill_spec",
-    "embedding_backfill_type",
     "embedding_job_type",
     "embedding_spec",
     "embedding_tier",
@@ -395,39 +394,4 @@ def backfill_spec(memory: str, set_id: int) -> JobSpec:
         memory=memory,
         payload={"set_id": int(set_id)},
         dedupe_key=f"{EMBEDDING_BACKFILL}:{memory}:{int(set_id)}",
-    )
-
-
-class _BackfillHandler:
-    """Runs an ``EmbeddingBackfill`` job: an ``Embedding`` job for every live note that
-    the set does not hold whole (deduplicated with those already waiting). Running it
-    again enqueues only what is still missing."""
-
-    def __init__(self, db: Database, tier: Tier) -> None:
-        self._db = db
-        self._tier = tier
-        self._chunks = RetrievalRepository()
-
-    async def __call__(self, context: HandlerContext) -> JobOutcome:
-        memory = context.job.memory
-        set_id = context.job.payload.get("set_id")
-        if memory is None:
-            return JobOutcome.failure("memory_required")
-        if isinstance(set_id, bool) or not isinstance(set_id, int):
-            return JobOutcome.failure("invalid_payload")
-        async with self._db.memory_transaction(memory) as conn:
-            missing = await self._chunks.notes_missing(conn, set_id)
-        for done, note_id in enumerate(missing, start=1):
-            await context.enqueue(embedding_spec(memory, note_id, self._tier))
-            if done % 500 == 0:
-                await context.report_progress(
-                    done * 100 // len(missing), f"{done} of {len(missing)} notes"
-                )
-        return JobOutcome.success({"notes": len(missing)})
-
-
-def embedding_backfill_type(db: Database, *, tier: Tier) -> JobType:
-    """The ``EmbeddingBackfill`` job type; its ``Embedding`` jobs run on ``tier``."""
-    return JobType(
-        name=EMBEDDING_BACKFILL, tier=Tier.CPU, priority=5, handler=_BackfillHandler(db, tier)
     )

@@ -21,12 +21,12 @@ from fortemi.platform.jobs.service import JobService
 from fortemi.platform.memories import MemoryService
 from fortemi.platform.notes import NoteDraft, NotePatch, NoteService
 from fortemi.platform.settings import Settings
+from fortemi.retrieval.backfill import embedding_backfill_type
 from fortemi.retrieval.indexing import (
     EMBEDDING,
     EMBEDDING_BACKFILL,
     Chunking,
     EmbeddingEnqueuer,
-    embedding_backfill_type,
     embedding_job_type,
     embedding_spec,
 )
