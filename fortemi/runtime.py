@@ -19,6 +19,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+from uuid import UUID
 
 import dramatiq
 import httpx
@@ -43,12 +44,14 @@ from fortemi.graph.tagging.related import related_concept_inference_type
 from fortemi.graph.traversal import TraversalService
 from fortemi.graph.vocabulary import VocabularyService
 from fortemi.graph.vocabulary.indexer import PathTagIndexer
+from fortemi.graph.vocabulary.paths import ConceptPaths
 from fortemi.graphql.services import Services
 from fortemi.inference import InferenceBackend, build_backend
 from fortemi.platform.database import Database
 from fortemi.platform.embedded import ServiceUrls
 from fortemi.platform.events import EventBus
 from fortemi.platform.jobs.events import JobEventPublisher
+from fortemi.platform.jobs.models import JobSpec
 from fortemi.platform.jobs.registry import JobRegistry
 from fortemi.platform.jobs.service import JobService
 from fortemi.platform.memories import MemoryService
@@ -56,12 +59,15 @@ from fortemi.platform.memories.service import DEFAULT_MEMORY
 from fortemi.platform.migrations import Migrations
 from fortemi.platform.notes import NoteService
 from fortemi.platform.notes.jobs import purge_note_type
+from fortemi.platform.notes.service import NoteIndexer
 from fortemi.platform.sealing import SecretBox
 from fortemi.platform.settings import Settings
+from fortemi.retrieval.backfill import embedding_backfill_type
 from fortemi.retrieval.indexing import (
     Chunking,
     EmbeddingEnqueuer,
     embedding_job_type,
+    embedding_spec,
     embedding_tier,
 )
 from fortemi.retrieval.search import SearchService
@@ -123,6 +129,7 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
             max_upsert_batch=settings.max_upsert_batch,
         )
         embedder = backend or build_backend(settings)
+        tier = embedding_tier(embedder)
         registry = JobRegistry()
         registry.register(purge_note_type(notes))
         registry.register(webhook_delivery_type(db, box, delivery))
@@ -131,15 +138,31 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
                 db,
                 embedder,
                 chunking,
-                tier=embedding_tier(embedder),
+                tier=tier,
                 followups=linking_followups,
+                # Tag-enriched embedding: the composition includes concept paths.
+                concepts=ConceptPaths(),
+                enrich=settings.embed_concepts,
             )
         )
+        registry.register(embedding_backfill_type(db, tier=tier))
         # Without an event bus here: the tagging job publishes its concept events itself,
         # through its job context, under the job's correlation id. Concepts also weigh in
         # linking scores and name communities.
         vocabulary = VocabularyService(db)
-        registry.register(concept_tagging_type(db, vocabulary, embedder, tagging))
+
+        def reembed(memory: str, note_id: UUID) -> list[JobSpec]:
+            return [embedding_spec(memory, note_id, tier)]
+
+        registry.register(
+            concept_tagging_type(
+                db,
+                vocabulary,
+                embedder,
+                tagging,
+                followups=reembed if settings.embed_concepts else None,
+            )
+        )
         registry.register(
             related_concept_inference_type(db, vocabulary, floor=tagging.related_floor)
         )
@@ -280,7 +303,11 @@ def _build_services(parts: _Parts) -> Services:
     wakeups = Wakeups(jobs, _built(parts.dispatcher, "dispatcher"))
     parts.wakeups = wakeups
     policies = _built(parts.policies, "policies")
-    vocabulary = VocabularyService(db, events=events)
+    embeddings = EmbeddingEnqueuer(jobs, wakeups.dispatch_all, tier=embedding_tier(backend))
+    # With tag-enriched embeddings, a note's vectors follow its concepts (tagNoteConcepts,
+    # untagNoteConcept); the tagging job does the same through its followups.
+    followers: list[NoteIndexer] = [embeddings] if settings.embed_concepts else []
+    vocabulary = VocabularyService(db, events=events, followers=followers)
     return Services(
         settings=settings,
         tokens=build_token_validator(settings, _built(parts.http, "http")),
@@ -295,14 +322,14 @@ def _build_services(parts: _Parts) -> Services:
             max_upsert_batch=settings.max_upsert_batch,
             indexers=[
                 WikiLinkIndexer(events),
-                EmbeddingEnqueuer(jobs, wakeups.dispatch_all, tier=embedding_tier(backend)),
+                embeddings,
                 # Path tags (a/b/c) become the note's user concepts in its transaction.
                 PathTagIndexer(vocabulary, events),
                 ConceptTaggingEnqueuer(jobs, wakeups.dispatch_all),
             ],
         ),
         links=LinkService(db, max_links=settings.max_list_items),
-        search=SearchService(db, backend),
+        search=SearchService(db, backend, concepts=settings.embed_concepts),
         traversal=TraversalService(db, gamma=settings.graph_gamma, concepts=vocabulary),
         maintenance=GraphMaintenance(db, vocabulary, maintenance_settings(settings)),
         jobs=jobs,

@@ -205,6 +205,10 @@ class Settings(BaseSettings):
     # -- end of inference ----------------------------------------------------------------
 
     # -- search ------------------------------------------------------------------------
+    embed_concepts: bool = Field(
+        default=False,
+        description="Embed each chunk with its note's concept paths (a new embedding set)",
+    )
     chunk_size: int = Field(
         default=1000, ge=100, le=20_000, description="Target characters per embedded chunk"
     )

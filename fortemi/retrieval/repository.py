@@ -265,6 +265,25 @@ class RetrievalRepository:
         row = await conn.fetchrow(_SET_BY_ID.sql, *_SET_BY_ID.args(id=set_id))
         return None if row is None else EMBEDDING_SET.from_record(row)
 
+    async def notes_missing(self, conn: Connection, set_id: int) -> list[UUID]:
+        """Live notes not held whole by set ``set_id``: never chunked, or with a chunk
+        without a vector there."""
+        rows = await conn.fetch(
+            """
+            SELECT n.id FROM note n
+            WHERE n.deleted_at IS NULL
+              AND (NOT EXISTS (SELECT 1 FROM chunk c WHERE c.note_id = n.id)
+                   OR EXISTS (
+                       SELECT 1 FROM chunk c
+                       WHERE c.note_id = n.id
+                         AND NOT EXISTS (SELECT 1 FROM chunk_embedding e
+                                         WHERE e.set_id = $1 AND e.chunk_id = c.id)))
+            ORDER BY n.id
+            """,
+            set_id,
+        )
+        return [row["id"] for row in rows]
+
     # -- chunks ----------------------------------------------------------------------------
 
     async def chunk_count(self, conn: Connection) -> int:

@@ -88,12 +88,16 @@ class _Run:
 
 
 class SearchService:
-    def __init__(self, db: Database, backend: InferenceBackend | None) -> None:
+    def __init__(
+        self, db: Database, backend: InferenceBackend | None, *, concepts: bool = False
+    ) -> None:
+        """``concepts``: the configured composition embeds notes' concept paths
+        (``FORTEMI_EMBED_CONCEPTS``), as the ``Embedding`` job does."""
         self._db = db
         repository = RetrievalRepository()
         self._repository = repository
         self._lexical = LexicalLeg(repository)
-        self._semantic = SemanticLeg(backend, repository, EmbeddingSets())
+        self._semantic = SemanticLeg(backend, repository, EmbeddingSets(), concepts=concepts)
         self._notes = NoteRepository()
         self._jobs = JobRepository()
 

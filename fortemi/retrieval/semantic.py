@@ -56,8 +56,11 @@ class SemanticLeg:
         backend: InferenceBackend | None,
         repository: RetrievalRepository,
         sets: EmbeddingSets,
+        *,
+        concepts: bool = False,
     ) -> None:
         self._backend = backend
+        self._concepts = concepts
         self._repository = repository
         self._sets = sets
         # (memory, set name) → (at, set, its size): re-read after the same few seconds, so a
@@ -78,7 +81,8 @@ class SemanticLeg:
         if self._backend is None:
             return None
         model = await self._backend.embedding_model()
-        return SemanticModel(model.name, model.dimension, composition_for(model.name))
+        composition = composition_for(model.name, concepts=self._concepts)
+        return SemanticModel(model.name, model.dimension, composition)
 
     async def query_vector(
         self, text: str
@@ -118,7 +122,10 @@ class SemanticLeg:
         if len(rows) < ask.fetch and (not rows or rows[0].offered == ask.chunks):
             rows = await self._repository.exact(conn, chosen, where, ask.fetch)
             if not rows and not await self._repository.has_embeddings(conn, chosen):
-                self._known_sets.pop((memory, chosen.name), None)
+                model = ask.model
+                self._known_sets.pop(
+                    (memory, set_name(model.model, model.dimension, model.composition)), None
+                )
                 return None
         return [(row.note_id, 1.0 - row.distance, row.text or "") for row in rows]
 
@@ -130,14 +137,17 @@ class SemanticLeg:
     async def _embedding_set(
         self, conn: Connection, memory: str, model: SemanticModel
     ) -> tuple[EmbeddingSet, int] | None:
-        """The memory's set for ``model`` and about how many vectors it holds, remembered
-        for a few seconds once it exists."""
+        """The set to answer ``model``'s queries from in the memory (its own set, or while
+        that one fills, the newest complete one: :meth:`EmbeddingSets.serving`) and about
+        how many vectors it holds, remembered for a few seconds once it exists."""
         key = (memory, set_name(model.model, model.dimension, model.composition))
         now = time.monotonic()
         known = self._known_sets.get(key)
         if known is not None and now - known[0] < STATS_TTL_SECONDS:
             return known[1], known[2]
-        chosen = await self._sets.find(conn, model.model, model.dimension, model.composition)
+        chosen = await self._sets.serving(
+            conn, memory, model.model, model.dimension, model.composition
+        )
         if chosen is None:
             return None
         size = await self._sets.chunk_estimate(conn, chosen)

@@ -5,6 +5,11 @@ A set is named after its model and composition, so changing either starts a new 
 the old one instead of mixing incomparable vectors; a query embeds with the set it
 searches. Each set gets its own partial HNSW index (cosine) on a cast of the vector column
 to the set's dimension, created with the set.
+
+A new set fills as ``Embedding`` jobs run; until it is *complete* (:meth:`EmbeddingSets.
+complete`: every chunk of every live note has a vector in it) search answers from the
+newest complete set of the same model (:meth:`EmbeddingSets.serving`), and switches once
+the new one is full.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from fortemi.platform.database import Connection
-from fortemi.platform.sql import Table
+from fortemi.platform.sql import Query, Table
 
 __all__ = [
     "EMBEDDING_SET",
@@ -41,11 +46,19 @@ class DocumentComposition:
     include_tags: bool = False
     document_prefix: str = ""
     query_prefix: str = ""
+    # The note's concept paths ("broader > narrower"), right after the title: placed
+    # before the chunk so that a model truncating its input (MiniLM: 256 tokens, about a
+    # full chunk) cuts content rather than the concepts.
+    include_concepts: bool = False
 
-    def document(self, title: str, chunk: str, tags: Sequence[str]) -> str:
+    def document(
+        self, title: str, chunk: str, tags: Sequence[str], concepts: Sequence[str] = ()
+    ) -> str:
         parts = []
         if self.include_title and title.strip():
             parts.append(title.strip())
+        if self.include_concepts and concepts:
+            parts.append("Concepts: " + "; ".join(concepts))
         if self.include_content and chunk.strip():
             parts.append(chunk.strip())
         if self.include_tags and tags:
@@ -56,7 +69,12 @@ class DocumentComposition:
         return self.query_prefix + text
 
     def as_json(self) -> dict[str, Any]:
-        return asdict(self)
+        value = asdict(self)
+        # Absent when off: compositions made before the field existed keep their JSON, so
+        # their fingerprint, so their set (turning nothing on re-embeds nothing).
+        if not self.include_concepts:
+            del value["include_concepts"]
+        return value
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> DocumentComposition:
@@ -68,13 +86,16 @@ class DocumentComposition:
         return hashlib.blake2b(raw, digest_size=4).hexdigest()
 
 
-def composition_for(model: str) -> DocumentComposition:
-    """The composition a model is meant to be used with."""
+def composition_for(model: str, *, concepts: bool = False) -> DocumentComposition:
+    """The composition a model is meant to be used with; ``concepts``: with the note's
+    concept paths (``FORTEMI_EMBED_CONCEPTS``)."""
     if model.startswith("nomic-embed-text"):
         return DocumentComposition(
-            document_prefix="search_document: ", query_prefix="search_query: "
+            document_prefix="search_document: ",
+            query_prefix="search_query: ",
+            include_concepts=concepts,
         )
-    return DocumentComposition()
+    return DocumentComposition(include_concepts=concepts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +144,24 @@ def _composition(value: Any) -> DocumentComposition:
 
 EMBEDDING_SET = Table("embedding_set", EmbeddingSet, convert={"composition": _composition})
 _FIND = EMBEDDING_SET.query("SELECT {columns} FROM {table} WHERE name = :name")
+_SIBLINGS = EMBEDDING_SET.query(
+    "SELECT {columns} FROM {table} WHERE model = :model AND dimension = :dimension ORDER BY id DESC"
+)
+# A chunk of a live note without a vector in the set. Notes not embedded yet have no
+# chunks (the Embedding job writes chunks and vectors together), so they do not count:
+# a set is complete when it holds every note any set could answer with.
+_INCOMPLETE = Query(
+    """
+    SELECT EXISTS (
+        SELECT 1 FROM chunk c JOIN note n ON n.id = c.note_id
+        WHERE n.deleted_at IS NULL
+          AND NOT EXISTS (
+              SELECT 1 FROM chunk_embedding e WHERE e.set_id = :set_id AND e.chunk_id = c.id
+          )
+    )
+    """
+)
+_COUNT = EMBEDDING_SET.query("SELECT count(*) FROM {table}")
 _CREATE = EMBEDDING_SET.insert(
     ("name", "model", "dimension", "composition"),
     suffix="ON CONFLICT (name) DO NOTHING RETURNING {columns}",
@@ -131,6 +170,61 @@ _CREATE = EMBEDDING_SET.insert(
 
 class EmbeddingSets:
     """Sets of the memory whose transaction (``Database.memory_transaction``) is in use."""
+
+    def __init__(self) -> None:
+        # (memory, set id, set name) of sets found complete while they were the configured
+        # one: such a set stays complete (every Embedding job writes its chunks and their
+        # vectors in one transaction), so it is never checked again. Any other set goes
+        # stale as notes change, and is checked each time it is asked about.
+        self._complete: set[tuple[str, int, str]] = set()
+
+    async def complete(self, conn: Connection, chosen: EmbeddingSet) -> bool:
+        """Whether every chunk of every live note has a vector in ``chosen``: one
+        anti-join over the memory's chunks, stopping at the first gap."""
+        return not await conn.fetchval(_INCOMPLETE.sql, *_INCOMPLETE.args(set_id=chosen.id))
+
+    async def count(self, conn: Connection) -> int:
+        """How many sets the memory has (of any model)."""
+        return int(await conn.fetchval(_COUNT.sql))
+
+    async def siblings(self, conn: Connection, model: str, dimension: int) -> list[EmbeddingSet]:
+        """The memory's sets of ``model`` at ``dimension``, newest first."""
+        rows = await conn.fetch(_SIBLINGS.sql, *_SIBLINGS.args(model=model, dimension=dimension))
+        return [EMBEDDING_SET.from_record(row) for row in rows]
+
+    async def serving(
+        self,
+        conn: Connection,
+        memory: str,
+        model: str,
+        dimension: int,
+        composition: DocumentComposition,
+    ) -> EmbeddingSet | None:
+        """The set search answers from when ``composition`` is the configured one: its own
+        set once complete; until then the newest complete set of the same model whose
+        queries embed the same way (same query prefix); else its own set however full,
+        else the newest such set; None when the memory has none.
+
+        With a single set of the model (the usual case) nothing is counted.
+        """
+        target = await self.find(conn, model, dimension, composition)
+        usable = [
+            s
+            for s in await self.siblings(conn, model, dimension)
+            if s.composition.query_prefix == composition.query_prefix
+            and (target is None or s.id != target.id)
+        ]
+        if target is not None:
+            key = (memory, target.id, target.name)
+            if not usable or key in self._complete:
+                return target
+            if await self.complete(conn, target):
+                self._complete.add(key)
+                return target
+        for other in usable:
+            if await self.complete(conn, other):
+                return other
+        return target if target is not None else (usable[0] if usable else None)
 
     async def find(
         self, conn: Connection, model: str, dimension: int, composition: DocumentComposition
@@ -156,9 +250,17 @@ class EmbeddingSets:
         self, conn: Connection, model: str, dimension: int, composition: DocumentComposition
     ) -> EmbeddingSet:
         """The set for (model, dimension, composition), created with its index if new."""
+        chosen, _ = await self.ensure_new(conn, model, dimension, composition)
+        return chosen
+
+    async def ensure_new(
+        self, conn: Connection, model: str, dimension: int, composition: DocumentComposition
+    ) -> tuple[EmbeddingSet, bool]:
+        """:meth:`ensure`, and whether this call created the set (its transaction will
+        make it visible to others on commit)."""
         found = await self.find(conn, model, dimension, composition)
         if found is not None:  # every embedding job asks: the usual answer is one read
-            return found
+            return found, False
         name = set_name(model, dimension, composition)
         binds = {"name": name, "model": model, "dimension": dimension}
         row = await conn.fetchrow(
@@ -168,7 +270,7 @@ class EmbeddingSets:
             found = await self.find(conn, model, dimension, composition)
             if found is None:
                 raise RuntimeError(f"embedding set {name!r} vanished while being created")
-            return found
+            return found, False
         created = EMBEDDING_SET.from_record(row)
         # Both numbers are ours (an identity value and a checked dimension), never input.
         # m 32 / ef_construction 128 rather than pgvector's 16 / 64: on 10,000 real MiniLM
@@ -180,4 +282,4 @@ class EmbeddingSets:
             f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
             f"WHERE set_id = {int(created.id)}"
         )
-        return created
+        return created, True

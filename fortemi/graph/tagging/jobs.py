@@ -23,6 +23,10 @@ tier that would escalate completes instead, with ``reason: generation_unavailabl
 unusable model answer (refusal, malformed JSON, schema violation) counts as nothing
 found at that tier, so it escalates or completes; a failed call (timeout, 5xx) is a
 classified retry. The finished chain enqueues ``RelatedConceptInference`` for the note.
+
+When the composition root hands it ``followups`` (the tag-enriched embedding: with
+``FORTEMI_EMBED_CONCEPTS`` on, an ``Embedding`` job for the note), every run that wrote
+the note's concepts enqueues them, so the note's vectors follow its concepts.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from fortemi.platform.notes.repository import NoteRepository
 
 __all__ = [
     "CONCEPT_TAGGING",
+    "ConceptFollowups",
     "ConceptTaggingEnqueuer",
     "concept_tagging_type",
     "related_spec",
@@ -55,6 +60,8 @@ __all__ = [
 
 CONCEPT_TAGGING: Final = "ConceptTagging"
 SOURCE: Final = "ai_auto"
+# (memory, note id) → the jobs to enqueue once a note's concepts were written.
+ConceptFollowups = Callable[[str, UUID], Sequence[JobSpec]]
 _TIER_NAMES: Final = {Tier.CPU: "cpu", Tier.FAST_GPU: "fast", Tier.STANDARD_GPU: "standard"}
 
 
@@ -107,8 +114,10 @@ class _TaggingHandler:
         vocabulary: VocabularyService,
         backend: InferenceBackend,
         settings: TaggingSettings,
+        followups: ConceptFollowups | None = None,
     ) -> None:
         self._db = db
+        self._followups = followups
         self._vocabulary = vocabulary
         self._backend = backend
         self._settings = settings
@@ -175,6 +184,8 @@ class _TaggingHandler:
             )
         except NotFound:
             return False  # deleted meanwhile
+        for spec in self._followups(memory, note.id) if self._followups is not None else ():
+            await context.enqueue(spec)
         await context.publish(
             note_graph_event(
                 "concepts_changed",
@@ -236,7 +247,10 @@ def concept_tagging_type(
     vocabulary: VocabularyService,
     backend: InferenceBackend,
     settings: TaggingSettings | None = None,
+    *,
+    followups: ConceptFollowups | None = None,
 ) -> JobType:
-    """The ``ConceptTagging`` job type: starts on the cpu tier, escalates up (see above)."""
-    handler = _TaggingHandler(db, vocabulary, backend, settings or TaggingSettings())
+    """The ``ConceptTagging`` job type: starts on the cpu tier, escalates up (see above);
+    after each write of a note's concepts it enqueues ``followups(memory, note id)``."""
+    handler = _TaggingHandler(db, vocabulary, backend, settings or TaggingSettings(), followups)
     return JobType(name=CONCEPT_TAGGING, tier=Tier.CPU, priority=3, handler=handler, max_attempts=5)

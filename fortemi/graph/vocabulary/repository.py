@@ -133,6 +133,23 @@ WITH RECURSIVE down(id, level) AS (
 SELECT DISTINCT id FROM down
 """)
 
+# Per concept of :ids, the live notes carrying it or any narrower concept: the notes whose
+# concept paths show it.
+_NOTES_UNDER = Query("""
+WITH RECURSIVE down(root, id, level) AS (
+    SELECT id, id, 0 FROM concept WHERE id = ANY(:ids::uuid[])
+    UNION
+    SELECT down.root, r.source_id, down.level + 1
+    FROM down JOIN concept_relation r ON r.target_id = down.id AND r.kind = 'broader'
+    WHERE down.level < 32
+)
+SELECT down.root AS id, count(DISTINCT nc.note_id) AS notes
+FROM down JOIN note_concept nc ON nc.concept_id = down.id
+JOIN note n ON n.id = nc.note_id AND n.deleted_at IS NULL
+GROUP BY down.root
+""")
+_LIVE_NOTES = Query("SELECT count(*) FROM note WHERE deleted_at IS NULL")
+
 _IN_SCHEMES = Query("SELECT id FROM concept WHERE scheme_id = ANY(:ids::uuid[])")
 _EXISTING_CONCEPTS = Query("SELECT id FROM concept WHERE id = ANY(:ids::uuid[])")
 _STATUSES = Query("SELECT id, status FROM concept WHERE id = ANY(:ids::uuid[])")
@@ -307,6 +324,15 @@ class VocabularyRepository:
         """``concept_ids`` (those that exist) and every concept narrower than one of them."""
         rows = await conn.fetch(_DESCENDANTS.sql, *_DESCENDANTS.args(ids=list(concept_ids)))
         return {row["id"] for row in rows}
+
+    async def notes_under(self, conn: Connection, concept_ids: Sequence[UUID]) -> dict[UUID, int]:
+        """For each of ``concept_ids``, how many live notes carry it or a narrower concept
+        (absent: none)."""
+        rows = await conn.fetch(_NOTES_UNDER.sql, *_NOTES_UNDER.args(ids=list(concept_ids)))
+        return {row["id"]: int(row["notes"]) for row in rows}
+
+    async def live_notes(self, conn: Connection) -> int:
+        return int(await conn.fetchval(_LIVE_NOTES.sql))
 
     async def concepts_in_schemes(self, conn: Connection, scheme_ids: Sequence[UUID]) -> set[UUID]:
         rows = await conn.fetch(_IN_SCHEMES.sql, *_IN_SCHEMES.args(ids=list(scheme_ids)))

@@ -43,6 +43,7 @@ from fortemi.platform.database import Connection, Database
 from fortemi.platform.errors import BadUserInput, Conflict, NotFound
 from fortemi.platform.events import Event, EventBus
 from fortemi.platform.notes.repository import NoteRepository
+from fortemi.platform.notes.service import NoteIndexer
 
 __all__ = ["MAX_PROPOSALS", "TagResult", "VocabularyService", "path_of"]
 
@@ -125,9 +126,21 @@ class VocabularyService:
     """A memory's SKOS vocabulary and its concepts on notes. Each method runs in one
     ``memory_transaction``; events (``note.concepts_changed``) go out after commit."""
 
-    def __init__(self, db: Database, *, events: EventBus | None = None) -> None:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        events: EventBus | None = None,
+        followers: Sequence[NoteIndexer] = (),
+    ) -> None:
+        """``followers`` keep what derives from a note's concepts in step with them
+        (the tag-enriched embedding, when configured): :meth:`tag_note` and
+        :meth:`untag_note` call their ``enqueue`` in the transaction that changed a note's
+        concepts, and ``committed`` after it commits, as the note service does with its
+        indexers."""
         self._db = db
         self._events = events
+        self._followers = tuple(followers)
         self._repo = VocabularyRepository()
         self._notes = NoteRepository()
         # Governance (schemes, concepts, labels, relations, collections), for admins.
@@ -191,6 +204,8 @@ class VocabularyService:
                 )
             result = await self.tag_in(conn, note_id, proposals, source=source, actor=actor)
             note = await self._notes.get(conn, note_id) if result.changed else None
+            pending = await self._follow(conn, memory, note_id) if result.changed else []
+        await self._followed(pending)
         if note is not None:
             await self._publish(
                 note_graph_event("concepts_changed", memory, note, actor, result.payload(source))
@@ -210,6 +225,8 @@ class VocabularyService:
                     f"Note {note_id} does not exist in this memory", note_id=str(note_id)
                 )
             removed = await self._repo.detach(conn, note_id, [concept_id])
+            pending = await self._follow(conn, memory, note_id) if removed else []
+        await self._followed(pending)
         if removed:
             payload = TagResult(removed=removed).payload("api")
             await self._publish(note_graph_event("concepts_changed", memory, note, actor, payload))
@@ -398,6 +415,15 @@ class VocabularyService:
         }
         result.attached = [stored[cid] for cid in leaves if cid in stored]
         return result
+
+    async def _follow(
+        self, conn: Connection, memory: str, note_id: UUID
+    ) -> list[tuple[NoteIndexer, Sequence[object]]]:
+        return [(f, await f.enqueue(conn, memory, [note_id])) for f in self._followers]
+
+    async def _followed(self, pending: list[tuple[NoteIndexer, Sequence[object]]]) -> None:
+        for follower, work in pending:
+            await follower.committed(work)
 
     async def _publish(self, event: Event) -> None:
         if self._events is not None:
