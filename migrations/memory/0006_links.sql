@@ -23,6 +23,19 @@ CREATE TABLE note_link (
     CHECK (source_id <> target_id)
 );
 CREATE INDEX note_link_target_idx ON note_link (target_id, kind);
+-- Traversal walks only traversable links (explicit and wiki, semantic unless PFNET pruned
+-- them), both ways. These two partial covering indexes hold everything the walk and the
+-- edges statement read, so both are index-only scans: at 10k notes / 100k links the walk
+-- went from 10.7 to 6.8 ms and the edges from 10.0 to 5.6 ms (medians of 60 starts,
+-- depth 3, maxNodes 200), the heap reads being most of their time. They leave ``snn``
+-- and ``metadata`` out, so maintenance's SNN scores stay HOT updates; a change of
+-- ``pruned`` moves a row in or out of them, as it must.
+CREATE INDEX note_link_walk_source_idx ON note_link (source_id)
+    INCLUDE (target_id, kind, score, rank, set_id, model, computed_at)
+    WHERE kind <> 'semantic' OR NOT pruned;
+CREATE INDEX note_link_walk_target_idx ON note_link (target_id)
+    INCLUDE (source_id, kind, score)
+    WHERE kind <> 'semantic' OR NOT pruned;
 -- Read-time normalisation takes min and max of the semantic scores: two index probes.
 CREATE INDEX note_link_kind_score_idx ON note_link (kind, score);
 

@@ -36,11 +36,10 @@ lower bound otherwise), and the edges from the frontier into the nodes left out.
 second statement of the same transaction; with ``k``, :data:`_KEPT_PAIRS` says which pairs
 are among the k strongest of either end.
 
-Both statements read ``note_link`` rows from the heap after each index probe; most of
-their time at 10k notes is those reads. Covering indexes (``(source_id) INCLUDE (target_id,
-kind, score, pruned, rank, set_id, model, computed_at)`` and ``(target_id) INCLUDE
-(source_id, kind, score, pruned)``) would make them index-only; they belong to the links
-migration.
+Both statements are index-only scans of the links migration's two partial covering
+indexes (``note_link_walk_source_idx`` and ``note_link_walk_target_idx``), whose predicate
+is :data:`_TRAVERSABLE` written the same way: keep the two in step, or the planner can no
+longer prove the index applies and goes back to reading the heap.
 """
 
 from __future__ import annotations

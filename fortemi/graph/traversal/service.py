@@ -19,6 +19,8 @@ Contract, for ``neighbourhood(memory, start, request, visibility)``:
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Sequence
 from uuid import UUID
 
@@ -116,56 +118,85 @@ class TraversalService:
         request: GraphRequest,
         *,
         visibility: NoteVisibility | None,
+        communities: bool = True,
+        labels: bool = True,
     ) -> Neighbourhood:
+        """``communities`` off skips Louvain (every node's community stays None) and
+        ``labels`` off the vocabulary reads (labels stay None): for a caller that asks for
+        neither."""
         params, clamped = clamp(request)
         repository = self._repository
         k = params.max_edges_per_node
-        async with self._db.memory_transaction(memory) as conn:
-            walk = await repository.walk(
-                conn,
-                start,
-                depth=params.depth,
-                max_nodes=params.max_nodes,
-                min_score=params.min_score,
-                max_edges_per_node=k,
-                gamma=self._gamma,
-                visibility=visibility,
-            )
-            if walk is None:
-                raise NotFound(f"No note {start} in this memory", id=str(start))
-            ids = [node.id for node in walk.nodes]
-            links = await repository.links(conn, ids, min_score=params.min_score, gamma=self._gamma)
-            kept = (
-                None
-                if k is None
-                else await repository.kept_pairs(
+        concepts = self._concepts if communities and labels else None
+        carried: asyncio.Task[dict[UUID, frozenset[UUID]]] | None = None
+        try:
+            async with self._db.memory_transaction(memory) as conn:
+                walk = await repository.walk(
                     conn,
-                    ids,
-                    k=k,
+                    start,
+                    depth=params.depth,
+                    max_nodes=params.max_nodes,
                     min_score=params.min_score,
+                    max_edges_per_node=k,
                     gamma=self._gamma,
                     visibility=visibility,
                 )
+                if walk is None:
+                    raise NotFound(f"No note {start} in this memory", id=str(start))
+                ids = [node.id for node in walk.nodes]
+                if concepts is not None:
+                    # The nodes' concepts (another connection) are read while the edges
+                    # are: one round trip of the request's latency hidden.
+                    carried = asyncio.create_task(concepts.concept_ids(memory, ids))
+                links = await repository.links(
+                    conn, ids, min_score=params.min_score, gamma=self._gamma
+                )
+                kept = (
+                    None
+                    if k is None
+                    else await repository.kept_pairs(
+                        conn,
+                        ids,
+                        k=k,
+                        min_score=params.min_score,
+                        gamma=self._gamma,
+                        visibility=visibility,
+                    )
+                )
+            every = merge_links(links)
+            edges = (
+                every
+                if kept is None
+                else [
+                    e for e in every if (min(e.source, e.target), max(e.source, e.target)) in kept
+                ]
             )
-        every = merge_links(links)
-        edges = (
-            every
-            if kept is None
-            else [e for e in every if (min(e.source, e.target), max(e.source, e.target)) in kept]
-        )
-        dropped = len(every) - len(edges)
-        nodes = [
-            GraphNode(
-                id=node.id,
-                title=node.title,
-                depth=node.depth,
-                archived=node.archived,
-                created_at=node.created_at,
-                updated_at=node.updated_at,
-            )
-            for node in walk.nodes
-        ]
-        nodes = await assign_communities(memory, nodes, edges, self._concepts)
+            dropped = len(every) - len(edges)
+            nodes = [
+                GraphNode(
+                    id=node.id,
+                    title=node.title,
+                    depth=node.depth,
+                    archived=node.archived,
+                    created_at=node.created_at,
+                    updated_at=node.updated_at,
+                )
+                for node in walk.nodes
+            ]
+            if communities:
+                nodes = await assign_communities(
+                    memory,
+                    nodes,
+                    edges,
+                    concepts,
+                    carried=None if carried is None else await carried,
+                    labels=labels,
+                )
+        finally:
+            if carried is not None:  # settled, or left behind by an error: never orphaned
+                carried.cancel()
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await carried
         meta = GraphMeta(
             total_nodes=walk.found,
             total_edges=len(every) + walk.cut_edges,

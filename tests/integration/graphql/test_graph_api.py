@@ -338,3 +338,30 @@ async def test_links_outside_either_ends_strongest_are_dropped_and_explained(
         "max_edges_per_node limit: 4 of 5 edges among the returned nodes kept "
         "(each node's 2 strongest neighbours)"
     ]
+
+
+async def test_communities_are_computed_only_when_a_community_field_is_selected(
+    gql: GraphQLCall, runtime: Runtime, memory: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = await add_notes(runtime.notes, memory, ["a", "b"])
+    await add_links(runtime.db, memory, [Link(a, b, "explicit", 1.0)])
+    traversal = runtime.services.traversal
+    asked: list[tuple[bool, bool]] = []
+    real = traversal.neighbourhood
+
+    async def spy(*args: Any, communities: bool = True, labels: bool = True, **kw: Any) -> Any:
+        asked.append((communities, labels))
+        return await real(*args, communities=communities, labels=labels, **kw)
+
+    monkeypatch.setattr(traversal, "neighbourhood", spy)
+    plain = await gql("query($id: ID!) { graph(noteId: $id) { nodes { title } } }", {"id": gid(a)})
+    assert plain["data"]["graph"]["nodes"] == [{"title": "a"}, {"title": "b"}]
+    through_fragment = await gql(
+        "query($id: ID!) { graph(noteId: $id) { ...G } } "
+        "fragment G on NoteGraph { nodes { ... on GraphNode { community } } }",
+        {"id": gid(a)},
+    )
+    assert through_fragment["data"]["graph"]["nodes"] == [{"community": 0}, {"community": 0}]
+    labelled = await _graph(gql, a)
+    assert [n["community"] for n in labelled["nodes"]] == [0, 0]
+    assert asked == [(False, False), (True, False), (True, True)]
