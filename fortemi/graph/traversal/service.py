@@ -21,14 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
 from uuid import UUID
 
 from fortemi.graph.traversal.communities import ConceptLabels, assign_communities
 from fortemi.graph.traversal.models import (
     GRAPH_VERSION,
-    EdgeKind,
-    GraphEdge,
     GraphMeta,
     GraphNode,
     GraphParams,
@@ -36,49 +33,12 @@ from fortemi.graph.traversal.models import (
     Neighbourhood,
     clamp,
 )
-from fortemi.graph.traversal.repository import LinkRow, TraversalRepository, WalkResult
+from fortemi.graph.traversal.repository import TraversalRepository, WalkResult
 from fortemi.platform.database import Database
 from fortemi.platform.errors import NotFound
 from fortemi.platform.notes.models import NoteVisibility
 
-__all__ = ["TraversalService", "merge_links"]
-
-
-_KINDS = {kind.value: kind for kind in EdgeKind}
-
-
-def merge_links(rows: Sequence[LinkRow]) -> list[GraphEdge]:
-    """One edge per (unordered pair, kind); a pair linked both ways is ``bidirectional`` and
-    reported in its stronger direction (ties: the smaller source id). Ordered by the pair,
-    then kind, so the response is deterministic."""
-    best: dict[tuple[int, int, str], LinkRow] = {}
-    both: set[tuple[int, int, str]] = set()
-    for row in rows:
-        # UUIDs compare in Python code; their ints compare in C, and order the same way.
-        s, t = row.source.int, row.target.int
-        key = (s, t, row.kind) if s < t else (t, s, row.kind)
-        held = best.get(key)
-        if held is None:
-            best[key] = row
-            continue
-        if held.source != row.source:
-            both.add(key)
-        if (row.score, -s) > (held.score, -held.source.int):
-            best[key] = row
-    return [
-        GraphEdge(
-            source=row.source,
-            target=row.target,
-            kind=_KINDS[row.kind],
-            score=row.score,
-            rank=row.rank,
-            set_id=row.set_id,
-            model=row.model,
-            computed_at=row.computed_at,
-            bidirectional=key in both,
-        )
-        for key, row in sorted(best.items(), key=lambda item: item[0])
-    ]
+__all__ = ["TraversalService"]
 
 
 def _reasons(params: GraphParams, walk: WalkResult, edges: int, dropped: int) -> list[str]:
@@ -148,7 +108,7 @@ class TraversalService:
                     # The nodes' concepts (another connection) are read while the edges
                     # are: one round trip of the request's latency hidden.
                     carried = asyncio.create_task(concepts.concept_ids(memory, ids))
-                links = await repository.links(
+                every = await repository.links(
                     conn, ids, min_score=params.min_score, gamma=self._gamma
                 )
                 kept = (
@@ -163,7 +123,6 @@ class TraversalService:
                         visibility=visibility,
                     )
                 )
-            every = merge_links(links)
             edges = (
                 every
                 if kept is None
