@@ -21,7 +21,6 @@ never waits for maintenance.
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Protocol
@@ -117,9 +116,16 @@ async def assign_communities(
         if winners:
             found = await concepts.labels(memory, sorted(set(winners.values())))
             named = {group: found[c] for group, c in winners.items() if c in found}
+    # Built afresh rather than through dataclasses.replace, which re-inspects the fields
+    # on every call (a few hundred nodes a request).
     return [
-        dataclasses.replace(
-            node,
+        GraphNode(
+            id=node.id,
+            title=node.title,
+            depth=node.depth,
+            archived=node.archived,
+            created_at=node.created_at,
+            updated_at=node.updated_at,
             community=community[node.id],
             community_label=named.get(community[node.id]),
             community_confidence=confidence[node.id],
