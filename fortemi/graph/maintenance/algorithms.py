@@ -141,36 +141,33 @@ def pfnet_prune(
     if not nodes:
         return set()
     matrix = np.vstack([vectors[node] for node in nodes]).astype(np.float32)
-    adjacency: list[set[int]] = [set() for _ in nodes]
+    ends_set: set[tuple[int, int]] = set()
     for a, b in graph.edges:
         i, j = position.get(a), position.get(b)
-        if i is not None and j is not None:
-            adjacency[i].add(j)
-            adjacency[j].add(i)
-    ends = np.array([(i, j) for i, near in enumerate(adjacency) for j in near if i < j])
-    if len(ends) == 0:
+        if i is not None and j is not None and i != j:
+            ends_set.add((i, j) if i < j else (j, i))
+    if not ends_set:
         return set()
+    ends = np.array(sorted(ends_set))
     lengths = 1.0 - np.einsum("ij,ij->i", matrix[ends[:, 0]], matrix[ends[:, 1]])
-    distance = {
-        (int(i), int(j)): float(d)
-        for (i, j), d in zip(ends.tolist(), lengths.tolist(), strict=True)
-    }
-
-    def d(i: int, j: int) -> float:
-        key = (i, j) if i < j else (j, i)
-        found = distance.get(key)
-        if found is None:  # a prunable pair that is no edge of ``graph``
-            found = distance[key] = 1.0 - float(matrix[i] @ matrix[j])
-        return found
+    # Each node's neighbours with their distances: the triangle tests are then a key-set
+    # intersection and two dictionary reads per common neighbour, no call per test.
+    near: list[dict[int, float]] = [{} for _ in nodes]
+    for (i, j), length in zip(ends.tolist(), lengths.tolist(), strict=True):
+        near[i][j] = length
+        near[j][i] = length
 
     pruned: set[Pair] = set()
     for a, c in prunable:
         i, j = position.get(a), position.get(c)
         if i is None or j is None:
             continue
-        direct = d(i, j)
-        for w in adjacency[i] & adjacency[j]:
-            if max(d(i, w), d(w, j)) < direct:
+        around_a, around_c = near[i], near[j]
+        direct = around_a.get(j)
+        if direct is None:  # a prunable pair that is no edge of ``graph``
+            direct = 1.0 - float(matrix[i] @ matrix[j])
+        for w in around_a.keys() & around_c.keys():
+            if around_a[w] < direct and around_c[w] < direct:
                 pruned.add(pair(a, c))
                 break
     return pruned
