@@ -21,7 +21,13 @@ CREATE TABLE note_link (
     created_by    text,
     PRIMARY KEY (source_id, kind, target_id),
     CHECK (source_id <> target_id)
-);
+)
+-- Half of each page is left free so graph maintenance's rewrite of the semantic links
+-- (an SNN score on nearly every row, the first run; PFNET flags) stays HOT: no new entry
+-- in any of the five indexes. Rewriting 114k rows at 10k notes took 3.3 s instead of
+-- 10.2 s (alternating runs), 295k WAL records instead of 690k. The dead versions of a
+-- non-HOT rewrite would take that space anyway until vacuum, and bloat every index too.
+WITH (fillfactor = 50);
 CREATE INDEX note_link_target_idx ON note_link (target_id, kind);
 -- Traversal walks only traversable links (explicit and wiki, semantic unless PFNET pruned
 -- them), both ways. These two partial covering indexes hold everything the walk and the
