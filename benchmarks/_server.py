@@ -22,7 +22,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from benchmarks._bare import starlette_app, strawberry_app
-from fortemi.app import create_app
+from fortemi.app import create_app, settle_heap
 from fortemi.platform.embedded import ServiceUrls
 from fortemi.platform.settings import Settings
 from fortemi.runtime import Runtime
@@ -50,6 +50,7 @@ async def _serve(args: argparse.Namespace) -> None:
         )
         runtime = await Runtime.open(settings, urls)
         app = create_app(runtime)
+        settle_heap()  # as ``fortemi serve`` does
     elif args.app == "strawberry":
         app = strawberry_app(settings.graphql_cache_size)
     else:

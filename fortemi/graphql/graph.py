@@ -10,12 +10,14 @@ read scope is decided (and audited) once, as for note lists and search.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from enum import Enum
 from typing import Annotated
 from uuid import UUID
 
 import strawberry
+from strawberry.types.nodes import SelectedField, Selection
 
 from fortemi.graph import traversal as model
 from fortemi.graphql.context import Info
@@ -159,6 +161,23 @@ def _meta(meta: model.GraphMeta) -> GraphMeta:
     )
 
 
+_COMMUNITY_FIELDS = frozenset({"community", "communityConfidence", "communityLabel"})
+
+
+def _node_fields(selections: Sequence[Selection], inside: bool = False) -> set[str]:
+    """The field names selected on ``nodes`` (through fragments too), so the service skips
+    what nobody asked for: Louvain and the concept reads are most of its Python time."""
+    names: set[str] = set()
+    for selection in selections:
+        if not isinstance(selection, SelectedField):  # a fragment: same level
+            names |= _node_fields(selection.selections, inside)
+        elif inside:
+            names.add(selection.name)
+        elif selection.name == "nodes":
+            names |= _node_fields(selection.selections, True)
+    return names
+
+
 @strawberry.type
 class GraphQuery:
     @strawberry.field(
@@ -180,6 +199,7 @@ class GraphQuery:
         ] = None,
     ) -> NoteGraph:
         start = parse_note_id(note_id)
+        asked = _node_fields([s for f in info.selected_fields for s in f.selections])
         memory, visibility = await info.context.scoped_memory()
         found = await info.context.services.traversal.neighbourhood(
             memory,
@@ -191,6 +211,8 @@ class GraphQuery:
                 max_edges_per_node=max_edges_per_node,
             ),
             visibility=visibility,
+            communities=not asked.isdisjoint(_COMMUNITY_FIELDS),
+            labels="communityLabel" in asked,
         )
         # Every edge joins two returned nodes: each global id is encoded once.
         gids = {node.id: to_global_id("Note", node.id) for node in found.nodes}

@@ -21,8 +21,27 @@ CREATE TABLE note_link (
     created_by    text,
     PRIMARY KEY (source_id, kind, target_id),
     CHECK (source_id <> target_id)
-);
+)
+-- Half of each page is left free so graph maintenance's rewrite of the semantic links
+-- (an SNN score on nearly every row, the first run; PFNET flags) stays HOT: no new entry
+-- in any of the five indexes. Rewriting 114k rows at 10k notes took 3.3 s instead of
+-- 10.2 s (alternating runs), 295k WAL records instead of 690k. The dead versions of a
+-- non-HOT rewrite would take that space anyway until vacuum, and bloat every index too.
+WITH (fillfactor = 50);
 CREATE INDEX note_link_target_idx ON note_link (target_id, kind);
+-- Traversal walks only traversable links (explicit and wiki, semantic unless PFNET pruned
+-- them), both ways. These two partial covering indexes hold everything the walk and the
+-- edges statement read, so both are index-only scans: at 10k notes / 100k links the walk
+-- went from 10.7 to 6.8 ms and the edges from 10.0 to 5.6 ms (medians of 60 starts,
+-- depth 3, maxNodes 200), the heap reads being most of their time. They leave ``snn``
+-- and ``metadata`` out, so maintenance's SNN scores stay HOT updates; a change of
+-- ``pruned`` moves a row in or out of them, as it must.
+CREATE INDEX note_link_walk_source_idx ON note_link (source_id)
+    INCLUDE (target_id, kind, score, rank, set_id, model, computed_at)
+    WHERE kind <> 'semantic' OR NOT pruned;
+CREATE INDEX note_link_walk_target_idx ON note_link (target_id)
+    INCLUDE (source_id, kind, score)
+    WHERE kind <> 'semantic' OR NOT pruned;
 -- Read-time normalisation takes min and max of the semantic scores: two index probes.
 CREATE INDEX note_link_kind_score_idx ON note_link (kind, score);
 

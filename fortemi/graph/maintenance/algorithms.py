@@ -62,9 +62,44 @@ def normalise(score: float, low: float, high: float, gamma: float = 1.0) -> floa
     return float(scaled**gamma)
 
 
+# A row's k-th largest similarity over these many evenly spaced columns is a lower bound of
+# its k-th largest over all columns: only the columns at or above it can be among its k
+# nearest (about k * N / _SAMPLE of them), and only those are ranked.
+_SAMPLE = 512
+
+
+def _top(sims: npt.NDArray[np.float32], take: int) -> list[frozenset[int]]:
+    """Each row's ``take`` largest columns, exactly."""
+    n = sims.shape[1]
+    if n < 4 * _SAMPLE:
+        # Partial selection, O(N) per row rather than a full sort; on the similarities
+        # themselves (the last ``take``), which spares a negated copy of the block.
+        order = np.argpartition(sims, n - take, axis=1)[:, n - take :]
+        return [frozenset(row) for row in order.tolist()]
+    sample = sims[:, :: n // _SAMPLE]
+    m = sample.shape[1]
+    bound = np.partition(sample, m - take, axis=1)[:, m - take]
+    rows, cols = np.nonzero(sims >= bound[:, None])
+    values = sims[rows, cols]
+    ends = np.cumsum(np.bincount(rows, minlength=sims.shape[0]))
+    out: list[frozenset[int]] = []
+    begin = 0
+    for end in ends.tolist():
+        found, scores = cols[begin:end], values[begin:end]
+        if len(found) > take:
+            found = found[np.argpartition(scores, len(found) - take)[len(found) - take :]]
+        out.append(frozenset(found.tolist()))
+        begin = end
+    return out
+
+
 def knn_sets(matrix: npt.NDArray[np.float32], k: int, *, block: int = 1024) -> list[frozenset[int]]:
     """Each row's ``k`` most cosine-similar other rows (rows are unit vectors), exactly,
-    ``block`` rows at a time so memory stays at ``block * N`` floats."""
+    ``block`` rows at a time so memory stays at ``block * N`` floats.
+
+    At 10k rows, ranking every row's 10k similarities (``argpartition``) took as long as
+    computing them (1.4-1.7 s against 2.0 s); ranking only the columns above a sampled
+    lower bound (:data:`_SAMPLE`) takes a fraction of that, with the same answer."""
     n = matrix.shape[0]
     take = min(k, n - 1)
     if take <= 0:
@@ -75,12 +110,10 @@ def knn_sets(matrix: npt.NDArray[np.float32], k: int, *, block: int = 1024) -> l
         rows = np.arange(sims.shape[0])
         sims[rows, rows + start] = -np.inf
         if take < n - 1:
-            # Partial selection, O(N) per row rather than a full sort; on the similarities
-            # themselves (the last ``take``), which spares a negated copy of the block.
-            order = np.argpartition(sims, n - take, axis=1)[:, n - take :]
+            out.extend(_top(sims, take))
         else:
             order = np.argsort(-sims, axis=1)[:, :take]
-        out.extend(frozenset(int(j) for j in row) for row in order)
+            out.extend(frozenset(row) for row in order.tolist())
     return out
 
 
@@ -108,36 +141,33 @@ def pfnet_prune(
     if not nodes:
         return set()
     matrix = np.vstack([vectors[node] for node in nodes]).astype(np.float32)
-    adjacency: list[set[int]] = [set() for _ in nodes]
+    ends_set: set[tuple[int, int]] = set()
     for a, b in graph.edges:
         i, j = position.get(a), position.get(b)
-        if i is not None and j is not None:
-            adjacency[i].add(j)
-            adjacency[j].add(i)
-    ends = np.array([(i, j) for i, near in enumerate(adjacency) for j in near if i < j])
-    if len(ends) == 0:
+        if i is not None and j is not None and i != j:
+            ends_set.add((i, j) if i < j else (j, i))
+    if not ends_set:
         return set()
+    ends = np.array(sorted(ends_set))
     lengths = 1.0 - np.einsum("ij,ij->i", matrix[ends[:, 0]], matrix[ends[:, 1]])
-    distance = {
-        (int(i), int(j)): float(d)
-        for (i, j), d in zip(ends.tolist(), lengths.tolist(), strict=True)
-    }
-
-    def d(i: int, j: int) -> float:
-        key = (i, j) if i < j else (j, i)
-        found = distance.get(key)
-        if found is None:  # a prunable pair that is no edge of ``graph``
-            found = distance[key] = 1.0 - float(matrix[i] @ matrix[j])
-        return found
+    # Each node's neighbours with their distances: the triangle tests are then a key-set
+    # intersection and two dictionary reads per common neighbour, no call per test.
+    near: list[dict[int, float]] = [{} for _ in nodes]
+    for (i, j), length in zip(ends.tolist(), lengths.tolist(), strict=True):
+        near[i][j] = length
+        near[j][i] = length
 
     pruned: set[Pair] = set()
     for a, c in prunable:
         i, j = position.get(a), position.get(c)
         if i is None or j is None:
             continue
-        direct = d(i, j)
-        for w in adjacency[i] & adjacency[j]:
-            if max(d(i, w), d(w, j)) < direct:
+        around_a, around_c = near[i], near[j]
+        direct = around_a.get(j)
+        if direct is None:  # a prunable pair that is no edge of ``graph``
+            direct = 1.0 - float(matrix[i] @ matrix[j])
+        for w in around_a.keys() & around_c.keys():
+            if around_a[w] < direct and around_c[w] < direct:
                 pruned.add(pair(a, c))
                 break
     return pruned

@@ -21,9 +21,8 @@ never waits for maintenance.
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 from uuid import UUID
 
@@ -78,22 +77,20 @@ def partition(
     return community, confidence
 
 
-async def _labels(
-    memory: str, community: dict[UUID, int], concepts: ConceptLabels
-) -> dict[int, str]:
-    carried = await concepts.concept_ids(memory, list(community))
+def _winners(
+    community: dict[UUID, int], carried: Mapping[UUID, frozenset[UUID]]
+) -> dict[int, UUID]:
+    """Each community's most carried concept (ties: the smaller concept id)."""
     counts: dict[int, Counter[UUID]] = {}
     for note, concept_ids in carried.items():
-        counts.setdefault(community[note], Counter()).update(concept_ids)
-    winners = {
+        group = community.get(note)
+        if group is not None:
+            counts.setdefault(group, Counter()).update(concept_ids)
+    return {
         group: min(counter.items(), key=lambda item: (-item[1], item[0]))[0]
         for group, counter in counts.items()
         if counter
     }
-    if not winners:
-        return {}
-    names = await concepts.labels(memory, sorted(set(winners.values())))
-    return {group: names[c] for group, c in winners.items() if c in names}
 
 
 async def assign_communities(
@@ -101,15 +98,36 @@ async def assign_communities(
     nodes: Sequence[GraphNode],
     edges: Sequence[GraphEdge],
     concepts: ConceptLabels | None,
+    *,
+    carried: Mapping[UUID, frozenset[UUID]] | None = None,
+    labels: bool = True,
 ) -> list[GraphNode]:
-    """``nodes`` with their community, its label and their confidence filled in."""
+    """``nodes`` with their community, its label and their confidence filled in.
+
+    ``carried``: the nodes' concept ids when the caller has read them already (the service
+    reads them while the edges are read); else they are read here. ``labels`` off leaves
+    every label None and reads no concept at all (the caller asked for none)."""
     community, confidence = partition([node.id for node in nodes], edges)
-    labels = {} if concepts is None or not nodes else await _labels(memory, community, concepts)
+    named: dict[int, str] = {}
+    if labels and concepts is not None and nodes:
+        if carried is None:
+            carried = await concepts.concept_ids(memory, list(community))
+        winners = _winners(community, carried)
+        if winners:
+            found = await concepts.labels(memory, sorted(set(winners.values())))
+            named = {group: found[c] for group, c in winners.items() if c in found}
+    # Built afresh rather than through dataclasses.replace, which re-inspects the fields
+    # on every call (a few hundred nodes a request).
     return [
-        dataclasses.replace(
-            node,
+        GraphNode(
+            id=node.id,
+            title=node.title,
+            depth=node.depth,
+            archived=node.archived,
+            created_at=node.created_at,
+            updated_at=node.updated_at,
             community=community[node.id],
-            community_label=labels.get(community[node.id]),
+            community_label=named.get(community[node.id]),
             community_confidence=confidence[node.id],
         )
         for node in nodes

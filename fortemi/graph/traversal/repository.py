@@ -33,14 +33,17 @@ The totals then count every node up to that level (exact when it is the last lev
 lower bound otherwise), and the edges from the frontier into the nodes left out.
 
 **Edges** (:data:`_EDGES`) are the traversable links among the returned nodes, read in a
-second statement of the same transaction; with ``k``, :data:`_KEPT_PAIRS` says which pairs
+second statement of the same transaction, one row per (unordered pair, kind): a pair
+linked both ways is ``bidirectional`` and comes in its stronger direction (ties: the
+smaller source id; uuids order bytewise, as Python's ``UUID`` does), ordered by the pair
+then kind. Merging them here halves the rows sent and decoded (semantic links are
+stored both ways); with ``k``, :data:`_KEPT_PAIRS` says which pairs
 are among the k strongest of either end.
 
-Both statements read ``note_link`` rows from the heap after each index probe; most of
-their time at 10k notes is those reads. Covering indexes (``(source_id) INCLUDE (target_id,
-kind, score, pruned, rank, set_id, model, computed_at)`` and ``(target_id) INCLUDE
-(source_id, kind, score, pruned)``) would make them index-only; they belong to the links
-migration.
+Both statements are index-only scans of the links migration's two partial covering
+indexes (``note_link_walk_source_idx`` and ``note_link_walk_target_idx``), whose predicate
+is :data:`_TRAVERSABLE` written the same way: keep the two in step, or the planner can no
+longer prove the index applies and goes back to reading the heap.
 """
 
 from __future__ import annotations
@@ -51,13 +54,13 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from fortemi.graph.traversal.models import EdgeKind, GraphEdge
 from fortemi.platform.database import Connection
 from fortemi.platform.notes.models import NoteFilter, NoteVisibility
 from fortemi.platform.notes.repository import note_filter_where
 from fortemi.platform.sql import Query, Where
 
 __all__ = [
-    "LinkRow",
     "TraversalRepository",
     "WalkNode",
     "WalkResult",
@@ -69,6 +72,8 @@ __all__ = [
 # The walk stays hand-composed SQL (its fragments are spliced per level, for speed), so
 # rather than splice select lists here, tests/unit/graph/test_link_columns.py checks every
 # ``l.<column>`` of these statements against that declaration.
+
+_KINDS = {kind.value: kind for kind in EdgeKind}
 
 # Min and max of the memory's semantic scores; span NULL when they are equal (all 1.0).
 _BOUNDS = """
@@ -203,13 +208,21 @@ _EDGES = Query(
         (
             "WITH",
             _BOUNDS,
-            """
-SELECT l.source_id, l.target_id, l.kind, {norm} AS score, l.rank, l.set_id, l.model,
-       l.computed_at
-FROM note_link l
-CROSS JOIN bounds b
-JOIN unnest(:ids::uuid[]) AS t(id) ON t.id = l.target_id
-WHERE l.source_id = ANY(:ids::uuid[]) AND {traversable} AND {norm} >= :min_score::float8
+            """,
+e AS (
+    SELECT l.source_id, l.target_id, l.kind, {norm} AS score, l.rank, l.set_id, l.model,
+           l.computed_at, least(l.source_id, l.target_id) AS lo,
+           greatest(l.source_id, l.target_id) AS hi
+    FROM note_link l
+    CROSS JOIN bounds b
+    JOIN unnest(:ids::uuid[]) AS t(id) ON t.id = l.target_id
+    WHERE l.source_id = ANY(:ids::uuid[]) AND {traversable} AND {norm} >= :min_score::float8
+)
+SELECT DISTINCT ON (lo, hi, kind)
+       source_id, target_id, kind, score, rank, set_id, model, computed_at,
+       count(*) OVER (PARTITION BY lo, hi, kind) > 1 AS bidirectional
+FROM e
+ORDER BY lo, hi, kind, score DESC, source_id
 """.replace("{norm}", _NORMALISED).replace("{traversable}", _TRAVERSABLE),
         )
     )
@@ -251,18 +264,6 @@ class WalkResult:
     cut: bool  # maxNodes stopped the walk
     reached: int  # the depth of the last level the walk expanded to
     cut_edges: int  # edges from the frontier into the nodes left out at the cut
-
-
-@dataclass(frozen=True, slots=True)
-class LinkRow:
-    source: UUID
-    target: UUID
-    kind: str
-    score: float  # normalised
-    rank: int | None
-    set_id: int | None
-    model: str | None
-    computed_at: datetime
 
 
 def _bound(query: Query, visibility: NoteVisibility | None, **values: Any) -> tuple[str, list[Any]]:
@@ -349,19 +350,23 @@ class TraversalRepository:
 
     async def links(
         self, conn: Connection, ids: Sequence[UUID], *, min_score: float, gamma: float
-    ) -> list[LinkRow]:
-        """The traversable links among ``ids`` scoring at least ``min_score``."""
+    ) -> list[GraphEdge]:
+        """The traversable links among ``ids`` scoring at least ``min_score``: one edge per
+        (unordered pair, kind), ordered by the pair, then kind."""
         sql, args = edges_statement(ids, min_score=min_score, gamma=gamma)
+        kinds = _KINDS
+        # Positional reads, in the statement's column order: a few hundred rows a request.
         return [
-            LinkRow(
-                source=row["source_id"],
-                target=row["target_id"],
-                kind=row["kind"],
-                score=row["score"],
-                rank=row["rank"],
-                set_id=row["set_id"],
-                model=row["model"],
-                computed_at=row["computed_at"],
+            GraphEdge(
+                source=row[0],
+                target=row[1],
+                kind=kinds[row[2]],
+                score=row[3],
+                rank=row[4],
+                set_id=row[5],
+                model=row[6],
+                computed_at=row[7],
+                bidirectional=row[8],
             )
             for row in await conn.fetch(sql, *args)
         ]

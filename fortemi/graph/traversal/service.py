@@ -19,14 +19,13 @@ Contract, for ``neighbourhood(memory, start, request, visibility)``:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+import contextlib
 from uuid import UUID
 
 from fortemi.graph.traversal.communities import ConceptLabels, assign_communities
 from fortemi.graph.traversal.models import (
     GRAPH_VERSION,
-    EdgeKind,
-    GraphEdge,
     GraphMeta,
     GraphNode,
     GraphParams,
@@ -34,49 +33,12 @@ from fortemi.graph.traversal.models import (
     Neighbourhood,
     clamp,
 )
-from fortemi.graph.traversal.repository import LinkRow, TraversalRepository, WalkResult
+from fortemi.graph.traversal.repository import TraversalRepository, WalkResult
 from fortemi.platform.database import Database
 from fortemi.platform.errors import NotFound
 from fortemi.platform.notes.models import NoteVisibility
 
-__all__ = ["TraversalService", "merge_links"]
-
-
-_KINDS = {kind.value: kind for kind in EdgeKind}
-
-
-def merge_links(rows: Sequence[LinkRow]) -> list[GraphEdge]:
-    """One edge per (unordered pair, kind); a pair linked both ways is ``bidirectional`` and
-    reported in its stronger direction (ties: the smaller source id). Ordered by the pair,
-    then kind, so the response is deterministic."""
-    best: dict[tuple[int, int, str], LinkRow] = {}
-    both: set[tuple[int, int, str]] = set()
-    for row in rows:
-        # UUIDs compare in Python code; their ints compare in C, and order the same way.
-        s, t = row.source.int, row.target.int
-        key = (s, t, row.kind) if s < t else (t, s, row.kind)
-        held = best.get(key)
-        if held is None:
-            best[key] = row
-            continue
-        if held.source != row.source:
-            both.add(key)
-        if (row.score, -s) > (held.score, -held.source.int):
-            best[key] = row
-    return [
-        GraphEdge(
-            source=row.source,
-            target=row.target,
-            kind=_KINDS[row.kind],
-            score=row.score,
-            rank=row.rank,
-            set_id=row.set_id,
-            model=row.model,
-            computed_at=row.computed_at,
-            bidirectional=key in both,
-        )
-        for key, row in sorted(best.items(), key=lambda item: item[0])
-    ]
+__all__ = ["TraversalService"]
 
 
 def _reasons(params: GraphParams, walk: WalkResult, edges: int, dropped: int) -> list[str]:
@@ -116,56 +78,84 @@ class TraversalService:
         request: GraphRequest,
         *,
         visibility: NoteVisibility | None,
+        communities: bool = True,
+        labels: bool = True,
     ) -> Neighbourhood:
+        """``communities`` off skips Louvain (every node's community stays None) and
+        ``labels`` off the vocabulary reads (labels stay None): for a caller that asks for
+        neither."""
         params, clamped = clamp(request)
         repository = self._repository
         k = params.max_edges_per_node
-        async with self._db.memory_transaction(memory) as conn:
-            walk = await repository.walk(
-                conn,
-                start,
-                depth=params.depth,
-                max_nodes=params.max_nodes,
-                min_score=params.min_score,
-                max_edges_per_node=k,
-                gamma=self._gamma,
-                visibility=visibility,
-            )
-            if walk is None:
-                raise NotFound(f"No note {start} in this memory", id=str(start))
-            ids = [node.id for node in walk.nodes]
-            links = await repository.links(conn, ids, min_score=params.min_score, gamma=self._gamma)
-            kept = (
-                None
-                if k is None
-                else await repository.kept_pairs(
+        concepts = self._concepts if communities and labels else None
+        carried: asyncio.Task[dict[UUID, frozenset[UUID]]] | None = None
+        try:
+            async with self._db.memory_transaction(memory) as conn:
+                walk = await repository.walk(
                     conn,
-                    ids,
-                    k=k,
+                    start,
+                    depth=params.depth,
+                    max_nodes=params.max_nodes,
                     min_score=params.min_score,
+                    max_edges_per_node=k,
                     gamma=self._gamma,
                     visibility=visibility,
                 )
+                if walk is None:
+                    raise NotFound(f"No note {start} in this memory", id=str(start))
+                ids = [node.id for node in walk.nodes]
+                if concepts is not None:
+                    # The nodes' concepts (another connection) are read while the edges
+                    # are: one round trip of the request's latency hidden.
+                    carried = asyncio.create_task(concepts.concept_ids(memory, ids))
+                every = await repository.links(
+                    conn, ids, min_score=params.min_score, gamma=self._gamma
+                )
+                kept = (
+                    None
+                    if k is None
+                    else await repository.kept_pairs(
+                        conn,
+                        ids,
+                        k=k,
+                        min_score=params.min_score,
+                        gamma=self._gamma,
+                        visibility=visibility,
+                    )
+                )
+            edges = (
+                every
+                if kept is None
+                else [
+                    e for e in every if (min(e.source, e.target), max(e.source, e.target)) in kept
+                ]
             )
-        every = merge_links(links)
-        edges = (
-            every
-            if kept is None
-            else [e for e in every if (min(e.source, e.target), max(e.source, e.target)) in kept]
-        )
-        dropped = len(every) - len(edges)
-        nodes = [
-            GraphNode(
-                id=node.id,
-                title=node.title,
-                depth=node.depth,
-                archived=node.archived,
-                created_at=node.created_at,
-                updated_at=node.updated_at,
-            )
-            for node in walk.nodes
-        ]
-        nodes = await assign_communities(memory, nodes, edges, self._concepts)
+            dropped = len(every) - len(edges)
+            nodes = [
+                GraphNode(
+                    id=node.id,
+                    title=node.title,
+                    depth=node.depth,
+                    archived=node.archived,
+                    created_at=node.created_at,
+                    updated_at=node.updated_at,
+                )
+                for node in walk.nodes
+            ]
+            if communities:
+                nodes = await assign_communities(
+                    memory,
+                    nodes,
+                    edges,
+                    concepts,
+                    carried=None if carried is None else await carried,
+                    labels=labels,
+                )
+        finally:
+            if carried is not None:  # settled, or left behind by an error: never orphaned
+                carried.cancel()
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await carried
         meta = GraphMeta(
             total_nodes=walk.found,
             total_edges=len(every) + walk.cut_edges,

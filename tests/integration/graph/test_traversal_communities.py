@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
+from uuid import UUID
+
+import pytest
+
 from fortemi.graph.traversal import GraphRequest, TraversalService
 from fortemi.graph.vocabulary import ConceptProposal, VocabularyService
 from fortemi.platform.database import Database
@@ -50,3 +56,76 @@ async def test_each_community_is_labelled_by_the_concept_most_of_its_notes_carry
     )
     assert [n.community for n in bare.nodes] == [n.community for n in found.nodes]
     assert {n.community_label for n in bare.nodes} == {None}
+
+
+class _CountingLabels:
+    """The vocabulary, counting the traversal's reads of it."""
+
+    def __init__(self, vocabulary: VocabularyService) -> None:
+        self._vocabulary = vocabulary
+        self.reads = 0
+
+    async def concept_ids(
+        self, memory: str, note_ids: Sequence[UUID]
+    ) -> dict[UUID, frozenset[UUID]]:
+        self.reads += 1
+        return await self._vocabulary.concept_ids(memory, note_ids)
+
+    async def labels(self, memory: str, concept_ids: Sequence[UUID]) -> dict[UUID, str]:
+        self.reads += 1
+        return await self._vocabulary.labels(memory, concept_ids)
+
+
+async def test_communities_and_labels_are_skipped_when_the_caller_asks_for_neither(
+    db: Database, memory: str, vocabulary: VocabularyService, tagged_notes: NoteService
+) -> None:
+    a, b, c = await add_notes(tagged_notes, memory, ["a", "b", "c"])
+    await add_links(db, memory, [Link(a, b, "explicit", 1.0), Link(b, c, "explicit", 1.0)])
+    for note in (a, b, c):
+        await vocabulary.tag_note(memory, note, [_concept("Biology")], source="api", actor="test")
+    counting = _CountingLabels(vocabulary)
+    service = TraversalService(db, concepts=counting)
+    request = GraphRequest(depth=2)
+
+    full = await service.neighbourhood(memory, a, request, visibility=None)
+    assert {n.community_label for n in full.nodes} == {"Biology"}
+    assert counting.reads == 2  # the nodes' concepts, then the winners' labels
+
+    unlabelled = await service.neighbourhood(memory, a, request, visibility=None, labels=False)
+    assert [n.community for n in unlabelled.nodes] == [n.community for n in full.nodes]
+    assert {n.community_label for n in unlabelled.nodes} == {None}
+    assert counting.reads == 2
+
+    bare = await service.neighbourhood(memory, a, request, visibility=None, communities=False)
+    assert {(n.community, n.community_label, n.community_confidence) for n in bare.nodes} == {
+        (None, None, None)
+    }
+    assert counting.reads == 2
+    # Everything else is the same answer.
+    assert [n.id for n in bare.nodes] == [n.id for n in full.nodes]
+    assert bare.edges == full.edges
+    assert bare.meta == full.meta
+
+
+class _FailingLabels:
+    """A vocabulary whose concept read fails after the edges are read."""
+
+    async def concept_ids(
+        self, memory: str, note_ids: Sequence[UUID]
+    ) -> dict[UUID, frozenset[UUID]]:
+        raise RuntimeError("vocabulary unavailable")
+
+    async def labels(self, memory: str, concept_ids: Sequence[UUID]) -> dict[UUID, str]:
+        raise AssertionError("never reached")
+
+
+async def test_a_failing_concept_read_fails_the_request_and_leaves_no_task_behind(
+    db: Database, memory: str, tagged_notes: NoteService
+) -> None:
+    a, b = await add_notes(tagged_notes, memory, ["a", "b"])
+    await add_links(db, memory, [Link(a, b, "explicit", 1.0)])
+    service = TraversalService(db, concepts=_FailingLabels())
+    before = asyncio.all_tasks()
+    with pytest.raises(RuntimeError, match="vocabulary unavailable"):
+        await service.neighbourhood(memory, a, GraphRequest(), visibility=None)
+    assert asyncio.all_tasks() <= before

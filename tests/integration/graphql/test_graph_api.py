@@ -8,7 +8,7 @@ from uuid import UUID, uuid4
 import pytest
 
 from fortemi.auth.local_issuer import LocalIssuer
-from fortemi.platform.ids import to_global_id
+from fortemi.platform.ids import parse_note_id, to_global_id
 from fortemi.runtime import Runtime
 from tests.integration.graphql.conftest import GraphQLCall, error_codes
 from tests.support.traversal import Link, add_links, add_notes
@@ -338,3 +338,66 @@ async def test_links_outside_either_ends_strongest_are_dropped_and_explained(
         "max_edges_per_node limit: 4 of 5 edges among the returned nodes kept "
         "(each node's 2 strongest neighbours)"
     ]
+
+
+async def test_communities_are_computed_only_when_a_community_field_is_selected(
+    gql: GraphQLCall, runtime: Runtime, memory: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = await add_notes(runtime.notes, memory, ["a", "b"])
+    await add_links(runtime.db, memory, [Link(a, b, "explicit", 1.0)])
+    traversal = runtime.services.traversal
+    asked: list[tuple[bool, bool]] = []
+    real = traversal.neighbourhood
+
+    async def spy(*args: Any, communities: bool = True, labels: bool = True, **kw: Any) -> Any:
+        asked.append((communities, labels))
+        return await real(*args, communities=communities, labels=labels, **kw)
+
+    monkeypatch.setattr(traversal, "neighbourhood", spy)
+    plain = await gql("query($id: ID!) { graph(noteId: $id) { nodes { title } } }", {"id": gid(a)})
+    assert plain["data"]["graph"]["nodes"] == [{"title": "a"}, {"title": "b"}]
+    through_fragment = await gql(
+        "query($id: ID!) { graph(noteId: $id) { ...G } } "
+        "fragment G on NoteGraph { nodes { ... on GraphNode { community } } }",
+        {"id": gid(a)},
+    )
+    assert through_fragment["data"]["graph"]["nodes"] == [{"community": 0}, {"community": 0}]
+    labelled = await _graph(gql, a)
+    assert [n["community"] for n in labelled["nodes"]] == [0, 0]
+    assert asked == [(False, False), (True, False), (True, True)]
+
+
+async def test_a_pair_linked_both_ways_is_one_edge_per_kind_in_its_stronger_direction(
+    gql: GraphQLCall, runtime: Runtime, memory: str
+) -> None:
+    a, b, c = await add_notes(runtime.notes, memory, ["a", "b", "c"])
+    await add_links(
+        runtime.db,
+        memory,
+        [
+            Link(a, b, "explicit", 0.3),
+            Link(b, a, "explicit", 0.7),  # the stronger direction
+            Link(a, b, "wiki", 1.0),  # another kind: its own edge, one way only
+            Link(c, a, "explicit", 0.5),
+        ],
+    )
+    graph = await _graph(gql, a, depth=1)
+    edges = {
+        (e["edgeType"], e["source"], e["target"]): (e["score"], e["bidirectional"])
+        for e in graph["edges"]
+    }
+    assert edges == {
+        ("EXPLICIT", gid(b), gid(a)): (pytest.approx(0.7), True),
+        ("WIKI", gid(a), gid(b)): (1.0, False),
+        ("EXPLICIT", gid(c), gid(a)): (0.5, False),
+    }
+    # Ordered by the unordered pair (smaller id first), then kind.
+    order = [
+        (min(e["source"], e["target"], key=_uuid), max(e["source"], e["target"], key=_uuid))
+        for e in graph["edges"]
+    ]
+    assert order == sorted(order, key=lambda p: (_uuid(p[0]), _uuid(p[1])))
+
+
+def _uuid(global_id: str) -> UUID:
+    return parse_note_id(global_id)

@@ -172,3 +172,18 @@ def test_steps_not_asked_for_do_not_run() -> None:
     plan = plan_maintenance(_dense_state(), [Step.NORMALIZE], MaintenanceSettings())
     assert (plan.snn, plan.pruned, plan.communities) == (None, None, None)
     assert plan.metrics["normalize"] == {"min": 0.8, "max": 0.8, "gamma": 1.0}
+
+
+def test_knn_ranks_only_the_columns_above_a_sampled_bound_and_stays_exact() -> None:
+    # Enough rows for the sampled bound (4 x 512), clustered so neighbours are close calls.
+    rng = np.random.default_rng(5)
+    centres = rng.normal(size=(20, 16))
+    matrix = (centres[rng.integers(0, 20, size=2500)] + rng.normal(size=(2500, 16)) * 0.3).astype(
+        np.float32
+    )
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    found = knn_sets(matrix, 13, block=600)
+    sims = matrix @ matrix.T
+    np.fill_diagonal(sims, -np.inf)
+    exact = [frozenset(int(j) for j in np.argsort(-row, kind="stable")[:13]) for row in sims]
+    assert found == exact

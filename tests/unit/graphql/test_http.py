@@ -68,3 +68,19 @@ def test_unreadable_bodies_are_client_errors(raw: bytes, code: str) -> None:
     with pytest.raises(MalformedBody) as refused:
         decode_body(raw)
     assert refused.value.code == code
+
+
+def test_lists_are_encoded_in_runs_and_an_oversized_one_stops_within_a_run() -> None:
+    small = [{"id": i, "title": f"note {i}"} for i in range(5000)]
+    mixed = [*small[:10], {"content": "y" * 100_000}, *small[:10]]
+    cases: list[dict[str, object]] = [
+        {"data": {"nodes": small}},
+        {"data": {"nodes": mixed}},
+        {"data": []},
+    ]
+    for data in cases:
+        assert encode_within(data, 10_000_000) == json.dumps(data, separators=(",", ":"))
+    whole = len(json.dumps({"data": {"nodes": small}}, separators=(",", ":")))
+    with pytest.raises(ResponseTooLarge):
+        encode_within({"data": {"nodes": small}}, whole - 1)
+    assert encode_within({"data": {"nodes": small}}, whole).endswith("]}}")
