@@ -10,20 +10,18 @@ gets a new URL. The page itself forbids inline and foreign scripts with its CSP.
 
 from __future__ import annotations
 
-import hashlib
 import html
-from dataclasses import dataclass
 from pathlib import Path
 
-from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.responses import HTMLResponse
+from starlette.routing import BaseRoute
+
+from fortemi.graphql.assets import ShippedFiles, page_response
 
 __all__ = ["ASSETS_PATH", "GraphiQLPage"]
 
 ASSETS_PATH = "/graphiql/static"
 _DIRECTORY = Path(__file__).parent / "static" / "graphiql"
-_MEDIA_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
 # UMD builds publish globals: React before ReactDOM before GraphiQL, and ours, which uses
 # all three, last.
 _SCRIPTS = (
@@ -33,7 +31,6 @@ _SCRIPTS = (
     "fortemi-graphiql.js",
 )
 _STYLES = ("graphiql.min.css", "fortemi-graphiql.css")
-_CACHE_FOREVER = "public, max-age=31536000, immutable"
 # GraphiQL's fonts are data: URLs in its CSS; 'self' in connect-src covers the same
 # origin's ws:/wss: for subscriptions (CSP level 3).
 _PAGE_CSP = "; ".join(
@@ -75,55 +72,22 @@ _PAGE = """<!doctype html>
 """
 
 
-@dataclass(frozen=True)
-class _Asset:
-    path: Path
-    digest: str
-    media_type: str
-
-
 class GraphiQLPage:
-    """The GraphiQL page and the routes serving its files."""
+    """The GraphiQL page and the route serving its files."""
 
     def __init__(self, directory: Path = _DIRECTORY) -> None:
-        self._assets: dict[str, _Asset] = {}
-        for name in (*_STYLES, *_SCRIPTS):
-            path = directory / name
-            # A truncated digest is enough: it tells versions of one file apart, it is no
-            # security boundary (the files are public).
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-            self._assets[name] = _Asset(path, digest, _MEDIA_TYPES[path.suffix])
+        self._files = ShippedFiles(directory, (*_STYLES, *_SCRIPTS), ASSETS_PATH)
 
     def url(self, name: str) -> str:
         """Where the page loads the shipped file ``name`` from."""
-        return f"{ASSETS_PATH}/{self._assets[name].digest}/{name}"
+        return self._files.url(name)
 
     def routes(self) -> list[BaseRoute]:
-        return [Route(f"{ASSETS_PATH}/{{digest}}/{{name}}", self._serve, methods=["GET", "HEAD"])]
+        return [self._files.route()]
 
     def render(self, endpoint: str) -> HTMLResponse:
         """The page, for a GraphQL endpoint at ``endpoint`` on this origin."""
         styles = "\n".join(f'<link rel="stylesheet" href="{self.url(n)}">' for n in _STYLES)
         scripts = "\n".join(f'<script src="{self.url(n)}"></script>' for n in _SCRIPTS)
         page = _PAGE.format(styles=styles, scripts=scripts, endpoint=html.escape(endpoint))
-        return HTMLResponse(
-            page,
-            headers={
-                "Content-Security-Policy": _PAGE_CSP,
-                "Cache-Control": "no-cache",
-                "Referrer-Policy": "no-referrer",
-                "X-Content-Type-Options": "nosniff",
-            },
-        )
-
-    async def _serve(self, request: Request) -> Response:
-        # Only the listed files, and only under their current digest: nothing on disk is
-        # reachable by path, and an old URL never gets new bytes under a year-long cache.
-        asset = self._assets.get(request.path_params["name"])
-        if asset is None or asset.digest != request.path_params["digest"]:
-            return PlainTextResponse("Not Found", status_code=404)
-        return FileResponse(
-            asset.path,
-            media_type=asset.media_type,
-            headers={"Cache-Control": _CACHE_FOREVER, "X-Content-Type-Options": "nosniff"},
-        )
+        return page_response(page, _PAGE_CSP)

@@ -21,23 +21,21 @@ no third-party code to vet, vendor and upgrade.
 
 from __future__ import annotations
 
-import hashlib
 import html
-from dataclasses import dataclass
 from pathlib import Path
 
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, Response
+from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
+
+from fortemi.graphql.assets import ShippedFiles, page_response
 
 __all__ = ["PICTURE_PATH", "GraphPicturePage"]
 
 PICTURE_PATH = "/graph"
 ASSETS_PATH = "/graph/static"
 _DIRECTORY = Path(__file__).parent / "static" / "graph"
-_MEDIA_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
 _FILES = ("fortemi-graph.css", "fortemi-graph.js")
-_CACHE_FOREVER = "public, max-age=31536000, immutable"
 _PAGE_CSP = "; ".join(
     (
         "default-src 'none'",
@@ -84,32 +82,18 @@ _PAGE = """<!doctype html>
 """
 
 
-@dataclass(frozen=True)
-class _Asset:
-    path: Path
-    digest: str
-    media_type: str
-
-
 class GraphPicturePage:
     """The picture page and the routes serving it and its files."""
 
     def __init__(self, endpoint: str = "/graphql", directory: Path = _DIRECTORY) -> None:
         self._endpoint = endpoint
-        self._assets: dict[str, _Asset] = {}
-        for name in _FILES:
-            path = directory / name
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-            self._assets[name] = _Asset(path, digest, _MEDIA_TYPES[path.suffix])
+        self._files = ShippedFiles(directory, _FILES, ASSETS_PATH)
 
     def url(self, name: str) -> str:
-        return f"{ASSETS_PATH}/{self._assets[name].digest}/{name}"
+        return self._files.url(name)
 
     def routes(self) -> list[BaseRoute]:
-        return [
-            Route(PICTURE_PATH, self._page, methods=["GET", "HEAD"]),
-            Route(f"{ASSETS_PATH}/{{digest}}/{{name}}", self._serve, methods=["GET", "HEAD"]),
-        ]
+        return [Route(PICTURE_PATH, self._page, methods=["GET", "HEAD"]), self._files.route()]
 
     def render(self) -> HTMLResponse:
         page = _PAGE.format(
@@ -117,26 +101,8 @@ class GraphPicturePage:
             script=self.url("fortemi-graph.js"),
             endpoint=html.escape(self._endpoint),
         )
-        return HTMLResponse(
-            page,
-            headers={
-                "Content-Security-Policy": _PAGE_CSP,
-                "Cache-Control": "no-cache",
-                "Referrer-Policy": "no-referrer",
-                "X-Content-Type-Options": "nosniff",
-            },
-        )
+        return page_response(page, _PAGE_CSP)
 
     async def _page(self, request: Request) -> Response:
         # The note and memory are read by the script from the URL, never put in the HTML.
         return self.render()
-
-    async def _serve(self, request: Request) -> Response:
-        asset = self._assets.get(request.path_params["name"])
-        if asset is None or asset.digest != request.path_params["digest"]:
-            return PlainTextResponse("Not Found", status_code=404)
-        return FileResponse(
-            asset.path,
-            media_type=asset.media_type,
-            headers={"Cache-Control": _CACHE_FOREVER, "X-Content-Type-Options": "nosniff"},
-        )
