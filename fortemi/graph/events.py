@@ -13,6 +13,7 @@ from typing import Any
 
 from fortemi.platform.events import Event
 from fortemi.platform.ids import to_global_id
+from fortemi.platform.notes.events import note_event_payload
 from fortemi.platform.notes.models import Note
 
 __all__ = ["GRAPH_EVENT_KINDS", "NOTE_GRAPH_EVENT_KINDS", "graph_event", "note_graph_event"]
@@ -33,13 +34,7 @@ def note_graph_event(
         entity_id=to_global_id("Note", note.id),
         memory=memory,
         actor=actor,
-        payload={
-            **payload,
-            "version": note.version,
-            "title": note.title,
-            "project": note.project,
-            "skill": note.skill,
-        },
+        payload={**payload, **note_event_payload(note)},
     )
 
 

@@ -18,6 +18,8 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeAlias, cast
 
 import asyncpg
+import numpy as np
+import numpy.typing as npt
 from pgvector.asyncpg import register_vector
 
 from fortemi.platform.errors import BadUserInput, Conflict, NotFound, Unavailable
@@ -30,6 +32,7 @@ __all__ = [
     "is_memory_name",
     "memory_schema",
     "set_local",
+    "stored_vector",
     "validate_memory_name",
 ]
 
@@ -90,6 +93,13 @@ class _Codecs:
             self.without_vector = True
         else:
             await register_vector(conn, schema=schema)
+
+
+def stored_vector(value: object) -> npt.NDArray[np.float32]:
+    """A ``vector`` column's value as float32 numpy: the pool's codec decodes pgvector's
+    binary form to a ``pgvector.Vector``; anything array-like passes through."""
+    to_numpy = getattr(value, "to_numpy", None)
+    return np.asarray(to_numpy() if to_numpy is not None else value, dtype=np.float32)
 
 
 # What a concurrent transaction can make ours fail with; retrying the operation succeeds.

@@ -18,7 +18,7 @@ from uuid import UUID
 import numpy as np
 import numpy.typing as npt
 
-from fortemi.platform.database import Connection
+from fortemi.platform.database import Connection, stored_vector
 from fortemi.platform.sql import Query, Table, Where
 from fortemi.retrieval.sets import EMBEDDING_SET, EmbeddingSet
 
@@ -131,13 +131,6 @@ _NOTE_VECTORS = CHUNK_EMBEDDING.query(
     "SELECT embedding FROM {table} WHERE set_id = :set_id AND note_id = :note_id"
 )
 _SET_BY_ID = EMBEDDING_SET.query("SELECT {columns} FROM {table} WHERE id = :id")
-
-
-def _as_vector(value: object) -> Vector:
-    """A stored vector as float32 numpy (the pool's codec decodes pgvector's binary form
-    to a ``pgvector.Vector``)."""
-    to_numpy = getattr(value, "to_numpy", None)
-    return np.asarray(to_numpy() if to_numpy is not None else value, dtype=np.float32)
 
 
 class RetrievalRepository:
@@ -259,7 +252,9 @@ class RetrievalRepository:
     async def note_vectors(self, conn: Connection, set_id: int, note_id: UUID) -> list[Vector]:
         """The vectors of the note's chunks in the set (in no particular order)."""
         args = _NOTE_VECTORS.args(set_id=set_id, note_id=note_id)
-        return [_as_vector(row["embedding"]) for row in await conn.fetch(_NOTE_VECTORS.sql, *args)]
+        return [
+            stored_vector(row["embedding"]) for row in await conn.fetch(_NOTE_VECTORS.sql, *args)
+        ]
 
     async def embedding_set(self, conn: Connection, set_id: int) -> EmbeddingSet | None:
         row = await conn.fetchrow(_SET_BY_ID.sql, *_SET_BY_ID.args(id=set_id))

@@ -20,11 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-import numpy as np
-
 from fortemi.graph.linking.selection import Vector
 from fortemi.graph.links.repository import NOTE_LINK
-from fortemi.platform.database import Connection
+from fortemi.platform.database import Connection, stored_vector
 from fortemi.platform.sql import Query, Table
 
 __all__ = [
@@ -39,14 +37,6 @@ __all__ = [
 
 # As chunk_embedding's per-set indexes (fortemi/retrieval/sets.py gives the measurements).
 HNSW_M, HNSW_EF_CONSTRUCTION = 32, 128
-
-
-def _vector(value: Any) -> Vector:
-    """A stored vector as float32 numpy (the pool's codec decodes pgvector's binary form
-    to a ``pgvector.Vector``)."""
-    to_numpy = getattr(value, "to_numpy", None)
-    array = to_numpy() if to_numpy is not None else value
-    return np.asarray(array, dtype=np.float32)
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +213,7 @@ class LinkingRepository:
             vector,
             note_id,
         )
-        return [Neighbour(row["note_id"], _vector(row["embedding"])) for row in rows]
+        return [Neighbour(row["note_id"], stored_vector(row["embedding"])) for row in rows]
 
     async def replace_links(
         self,

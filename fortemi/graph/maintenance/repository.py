@@ -10,24 +10,14 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-import numpy as np
-
 from fortemi.graph.linking.repository import NOTE_EMBEDDING
 from fortemi.graph.links.repository import NOTE_LINK
 from fortemi.graph.maintenance.algorithms import Communities, Pair, Vector, pair
 from fortemi.graph.maintenance.plan import GraphState
-from fortemi.platform.database import Connection
+from fortemi.platform.database import Connection, stored_vector
 from fortemi.platform.sql import Query, Table
 
 __all__ = ["GRAPH_SNAPSHOT", "CommunityRow", "MaintenanceRepository", "Snapshot"]
-
-
-def _vector(value: Any) -> Vector:
-    """A stored vector as float32 numpy (the pool's codec decodes pgvector's binary form
-    to a ``pgvector.Vector``)."""
-    to_numpy = getattr(value, "to_numpy", None)
-    array = to_numpy() if to_numpy is not None else value
-    return np.asarray(array, dtype=np.float32)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +118,7 @@ class MaintenanceRepository:
         vectors: dict[UUID, Vector] = {}
         if set_id is not None:
             for row in await conn.fetch(_VECTORS.sql, *_VECTORS.args(set_id=set_id)):
-                vectors[row["note_id"]] = _vector(row["embedding"])
+                vectors[row["note_id"]] = stored_vector(row["embedding"])
         semantic: dict[Pair, float] = {}
         pruned: set[Pair] = set()
         other: dict[Pair, float] = {}

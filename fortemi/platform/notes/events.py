@@ -11,7 +11,7 @@ from fortemi.platform.events import Event
 from fortemi.platform.ids import to_global_id
 from fortemi.platform.notes.models import Note
 
-__all__ = ["NOTE_EVENT_KINDS", "note_event"]
+__all__ = ["NOTE_EVENT_KINDS", "note_event", "note_event_payload"]
 
 NOTE_EVENT_KINDS = ("created", "updated", "deleted", "restored", "purged")
 
@@ -26,10 +26,16 @@ def note_event(kind: str, memory: str, note: Note, actor: str | None) -> Event:
         entity_id=to_global_id("Note", note.id),
         memory=memory,
         actor=actor,
-        payload={
-            "version": note.version,
-            "title": note.title,
-            "project": note.project,
-            "skill": note.skill,
-        },
+        payload=note_event_payload(note),
     )
+
+
+def note_event_payload(note: Note) -> dict[str, object]:
+    """What every ``note.*`` event carries of its note: the owner (project, skill) each
+    subscriber's read scope filters on, and the version and title to show."""
+    return {
+        "version": note.version,
+        "title": note.title,
+        "project": note.project,
+        "skill": note.skill,
+    }
