@@ -38,7 +38,11 @@ POLLS, POLL_SECONDS = 600, 0.05
 @dataclass
 class Receiver:
     """A webhook receiver on 127.0.0.1 that records what it gets. Paths: ``/ok`` answers
-    200; ``/flaky`` 503 twice, then 200; ``/gone`` 410."""
+    200; ``/flaky`` 503 to each delivery's first two attempts, then 200; ``/gone`` 410.
+
+    ``/flaky`` counts per delivery (its ``X-Fortemi-Delivery`` header), not per path: a
+    webhook on ``note.*`` also gets the note's ``concepts_changed``, whose attempts would
+    otherwise take the 503s meant for ``note.created`` whenever it arrives first."""
 
     base: str = ""
     received: dict[str, list[tuple[dict[str, str], bytes]]] = field(
@@ -50,9 +54,14 @@ class Receiver:
         self.received[path].append((dict(request.headers), await request.body()))
         if path == "gone":
             return Response("gone for good", status_code=410)
-        if path == "flaky" and len(self.received[path]) <= 2:
+        if path == "flaky" and self._attempts(path, request.headers["x-fortemi-delivery"]) <= 2:
             return Response("try later", status_code=503)
         return Response("thanks")
+
+    def _attempts(self, path: str, delivery: str) -> int:
+        return sum(
+            1 for headers, _ in self.received[path] if headers["x-fortemi-delivery"] == delivery
+        )
 
     async def wait_for(self, path: str, count: int) -> list[tuple[dict[str, str], bytes]]:
         for _ in range(POLLS):
