@@ -16,6 +16,13 @@ no job. For each note it
    and references that named it by a key it no longer has;
 4. makes the wiki edges of every note whose references changed mirror them.
 
+References written in a vault note follow the vault rules
+(:mod:`fortemi.graph.links.vault`, the default :class:`KeyRules`): each stores its
+candidate keys in order, and step 3 resolves every reference with a candidate among the
+keys involved. A soft delete or restore changes which notes may match without a new
+version: the note service calls :meth:`WikiLinkIndexer.state_changed` for it, in the same
+transaction.
+
 After the commit, :meth:`committed` publishes ``note.links_changed`` for each note whose
 outgoing (wiki) links changed and for each note whose incoming ones did, with the writer
 of the changed notes as actor.
@@ -30,10 +37,11 @@ from typing import Any
 from uuid import UUID
 
 from fortemi.graph.events import note_graph_event
-from fortemi.graph.links.models import WikiLinkRow
+from fortemi.graph.links.models import WikiCandidateRow, WikiLinkRow
 from fortemi.graph.links.repository import LinkRepository
 from fortemi.graph.links.resolution import KeyRules, NoteKey
-from fortemi.graph.links.wiki import references
+from fortemi.graph.links.vault import VaultKeyRules, vault_of
+from fortemi.graph.links.wiki import WikiRef, references
 from fortemi.platform.database import Connection
 from fortemi.platform.errors import FortemiError
 from fortemi.platform.events import Event, EventBus
@@ -83,12 +91,26 @@ def link_change_events(
     ]
 
 
+def _row(source_id: UUID, ordinal: int, ref: WikiRef, key: str, vault: str | None) -> WikiLinkRow:
+    return WikiLinkRow(
+        source_id=source_id,
+        ordinal=ordinal,
+        target=ref.target,
+        target_key=key,
+        heading=ref.heading,
+        label=ref.label,
+        embed=ref.embed,
+        block=ref.block,
+        vault=vault,
+    )
+
+
 class WikiLinkIndexer:
     """The note service's indexer for ``[[wiki links]]`` (see the module's docstring)."""
 
     def __init__(self, events: EventBus | None, rules: KeyRules | None = None) -> None:
         self._events = events
-        self._rules = rules or KeyRules()
+        self._rules = rules or VaultKeyRules()
         self._notes = NoteRepository()
         self._links = LinkRepository()
 
@@ -99,17 +121,41 @@ class WikiLinkIndexer:
         notes = await self._notes.get_many(conn, ids)
         keys: dict[UUID, set[NoteKey]] = {}
         rows: list[WikiLinkRow] = []
+        candidates: list[WikiCandidateRow] = []
         for note in notes.values():
             keys[note.id] = self._rules.note_keys(note.title, note.content, note.metadata)
-            rows.extend(self._rows(note))
+            rows.extend(self._rows(note, candidates))
         old_keys = await self._links.keys_of(conn, ids)
         new_keys = {k.key for found in keys.values() for k in found}
-        involved = old_keys | new_keys | {row.target_key for row in rows}
+        wanted = {row.target_key for row in rows} | {c.key for c in candidates}
+        involved = old_keys | new_keys | wanted
         await self._links.lock_keys(conn, involved)
         await self._links.replace_keys(conn, ids, keys)
-        await self._links.replace_references(conn, ids, rows)
+        await self._links.replace_references(conn, ids, rows, candidates)
+        return await self._resolve(conn, memory, ids, involved)
+
+    async def state_changed(
+        self, conn: Connection, memory: str, note_ids: Sequence[UUID]
+    ) -> Sequence[Any]:
+        """The notes were soft-deleted or restored: every reference naming one of them by
+        any key is resolved again (a vault reference then dangles or falls to its next
+        candidate; elsewhere a live note with the key takes it)."""
+        ids = list(dict.fromkeys(note_ids))
+        involved = await self._links.keys_of(conn, ids)
+        await self._links.lock_keys(conn, involved)
+        return await self._resolve(conn, memory, ids, involved, own=False)
+
+    async def _resolve(
+        self,
+        conn: Connection,
+        memory: str,
+        ids: list[UUID],
+        involved: set[str],
+        *,
+        own: bool = True,
+    ) -> Sequence[Any]:
         sources = await self._links.resolve(conn, involved)
-        changed = await self._links.sync_wiki_edges(conn, sources | set(ids))
+        changed = await self._links.sync_wiki_edges(conn, sources | (set(ids) if own else set()))
         if not changed or self._events is None:
             return []
         ends = {end for pair in changed for end in pair}
@@ -117,22 +163,30 @@ class WikiLinkIndexer:
         actor = await self._links.writer(conn, ids)
         return [LinkEvents(link_change_events(memory, changed, touched, kind="wiki", actor=actor))]
 
-    def _rows(self, note: Note) -> list[WikiLinkRow]:
-        refs = references(note.content, note.format)
-        targets = self._rules.reference_keys(refs, note.metadata)
-        return [
-            WikiLinkRow(
-                source_id=note.id,
-                ordinal=i,
-                target=ref.target,
-                target_key=key,
-                heading=ref.heading,
-                label=ref.label,
-                embed=ref.embed,
+    def _rows(self, note: Note, candidates: list[WikiCandidateRow]) -> list[WikiLinkRow]:
+        """The rows of the note's references; a vault reference's candidates are added
+        to ``candidates``."""
+        rows: list[WikiLinkRow] = []
+        for i, ref in enumerate(references(note.content, note.format)):
+            vault = vault_of(note.metadata)
+            found = (
+                self._rules.vault_reference(ref, note.metadata)
+                if vault is not None and isinstance(self._rules, VaultKeyRules)
+                else None
             )
-            for i, (ref, key) in enumerate(zip(refs, targets, strict=True))
-            if key
-        ]
+            if found is None:
+                key = self._rules.reference_key(ref, note.metadata)
+                if key:
+                    rows.append(_row(note.id, i, ref, key, None))
+                continue
+            ref, tried = found
+            if not tried:
+                continue
+            rows.append(_row(note.id, i, ref, tried[0].key, vault[0] if vault else None))
+            candidates.extend(
+                WikiCandidateRow(note.id, i, rank, c.rule, c.key) for rank, c in enumerate(tried)
+            )
+        return rows
 
     async def committed(self, pending: Sequence[Any]) -> None:
         if self._events is None:

@@ -17,6 +17,9 @@ __all__ = [
     "LinkedNote",
     "NoteLink",
     "NoteLinks",
+    "VaultDangling",
+    "VaultStatus",
+    "WikiCandidateRow",
     "WikiLinkRow",
 ]
 
@@ -57,6 +60,47 @@ class WikiLinkRow:
     label: str | None
     embed: bool
     target_id: UUID | None = None
+    block: str | None = None
+    vault: str | None = None  # the source's vault: resolved by the vault rules
+    resolution: str = "dangling"  # path | suffix | title | alias | dangling | ambiguous
+    target_type: str = "unknown"  # memory | skill | shared_concept | unknown
+    matches: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class WikiCandidateRow:
+    """A row of ``wiki_link_candidate``: one key a vault reference tries, in rank order."""
+
+    source_id: UUID
+    ordinal: int
+    rank: int
+    rule: str
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class VaultDangling:
+    """A reference of a vault note that names no note: dangling, or ambiguous."""
+
+    source_id: UUID
+    source_path: str
+    target: str
+    heading: str | None
+    reason: str  # dangling | ambiguous
+    matches: int
+
+
+@dataclass(frozen=True, slots=True)
+class VaultStatus:
+    """A vault's notes and wiki links, counted over the notes the caller may read."""
+
+    vault: str
+    notes: int
+    links: int
+    resolved: int
+    dangling: int
+    ambiguous: int
+    dangling_links: list[VaultDangling]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,6 @@
-"""All SQL on ``note_link`` (explicit and wiki rows, and link reads), ``wiki_link`` and
-``note_wiki_key``.
+"""All SQL on ``note_link`` (explicit and wiki rows, and link reads), ``wiki_link``,
+``wiki_link_candidate`` and ``note_wiki_key`` (the vault reads are in
+:mod:`fortemi.graph.links.vault_repository`).
 
 :data:`NOTE_LINK` is the one declaration of ``note_link``'s columns for the whole graph:
 linking (semantic rows), maintenance (SNN scores, PFNET flags) and the traversal write
@@ -18,7 +19,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from uuid import UUID
 
-from fortemi.graph.links.models import DanglingRef, LinkKind, NoteLink, WikiLinkRow
+from fortemi.graph.links.models import (
+    DanglingRef,
+    LinkKind,
+    NoteLink,
+    WikiCandidateRow,
+    WikiLinkRow,
+)
 from fortemi.graph.links.resolution import NoteKey
 from fortemi.platform.database import Connection
 from fortemi.platform.notes.models import NoteFilter, NoteVisibility
@@ -56,22 +63,28 @@ ON CONFLICT DO NOTHING
 
 _DELETE_REFS = Query("DELETE FROM wiki_link WHERE source_id = ANY(:ids::uuid[])")
 _INSERT_REFS = Query("""
-INSERT INTO wiki_link (source_id, ordinal, target, target_key, heading, label, embed)
+INSERT INTO wiki_link (source_id, ordinal, target, target_key, heading, label, embed,
+                       block, vault)
 SELECT * FROM unnest(:source_ids::uuid[], :ordinals::integer[], :targets::text[],
                      :target_keys::text[], :headings::text[], :labels::text[],
-                     :embeds::boolean[])
+                     :embeds::boolean[], :blocks::text[], :vaults::text[])
+""")
+_INSERT_CANDIDATES = Query("""
+INSERT INTO wiki_link_candidate (source_id, ordinal, rank, rule, key)
+SELECT * FROM unnest(:source_ids::uuid[], :ordinals::integer[], :ranks::smallint[],
+                     :rules::text[], :keys::text[])
 """)
 
-# Each key's note by the precedence of fortemi.graph.links.resolution (a live note before
-# a soft-deleted one; a path key with a "/" prefers a path match, any other title, alias,
-# path; then the oldest note); every reference with one of the keys is pointed at it, or
-# at nothing. Returns the notes whose references changed.
+# Outside vaults: each key's note by the precedence of fortemi.graph.links.resolution (a
+# live note before a soft-deleted one; a path key with a "/" prefers a path match, any
+# other title, alias, path; then the oldest note); every reference with one of the keys is
+# pointed at it, or at nothing. Returns the notes whose references changed.
 _RESOLVE = Query("""
 WITH wanted AS (SELECT DISTINCT x AS key FROM unnest(:keys::text[]) AS x),
 best AS (
-    SELECT DISTINCT ON (k.key) k.key, k.note_id
+    SELECT DISTINCT ON (k.key) k.key, k.note_id, k.kind
     FROM note_wiki_key k JOIN note n ON n.id = k.note_id
-    WHERE k.key IN (SELECT key FROM wanted)
+    WHERE k.key IN (SELECT key FROM wanted) AND k.kind <> 'vault'
     ORDER BY k.key,
              n.deleted_at IS NOT NULL,
              CASE WHEN k.kind = 'path' AND strpos(k.key, '/') > 0 THEN 0
@@ -80,10 +93,75 @@ best AS (
                   ELSE 3 END,
              n.created_at, n.id
 ),
-resolved AS (SELECT w.key, b.note_id FROM wanted w LEFT JOIN best b ON b.key = w.key)
-UPDATE wiki_link l SET target_id = r.note_id
+resolved AS (
+    SELECT w.key, b.note_id, COALESCE(b.kind, 'dangling') AS resolution
+    FROM wanted w LEFT JOIN best b ON b.key = w.key
+)
+UPDATE wiki_link l
+SET target_id = r.note_id, resolution = r.resolution, matches = (r.note_id IS NOT NULL)::int
 FROM resolved r
-WHERE l.target_key = r.key AND l.target_id IS DISTINCT FROM r.note_id
+WHERE l.target_key = r.key AND l.vault IS NULL
+  AND (l.target_id, l.resolution) IS DISTINCT FROM (r.note_id, r.resolution)
+RETURNING l.source_id
+""")
+
+# Inside vaults (fortemi.graph.links.vault): every reference with one of the keys among
+# its candidates takes its first candidate that live notes have; one note wins, several
+# are decided by the source's project (exactly one in it), else the reference is
+# ambiguous; none at any rank: dangling. The target's kind comes from its project or
+# skill. Each step is a probe of wiki_link_candidate(key) or note_wiki_key(key). Returns
+# the notes whose references changed.
+_RESOLVE_VAULT = Query("""
+WITH refs AS (
+    SELECT DISTINCT c.source_id, c.ordinal FROM wiki_link_candidate c
+    WHERE c.key = ANY(:keys::text[])
+),
+matches AS (
+    SELECT c.source_id, c.ordinal, c.rank, c.rule, k.note_id,
+           (s.project IS NOT NULL AND n.project = s.project) AS own
+    FROM refs r
+    JOIN wiki_link_candidate c ON c.source_id = r.source_id AND c.ordinal = r.ordinal
+    JOIN note s ON s.id = c.source_id
+    JOIN note_wiki_key k ON k.key = c.key AND k.kind = 'vault'
+    JOIN note n ON n.id = k.note_id AND n.deleted_at IS NULL
+),
+first_rank AS (
+    SELECT source_id, ordinal, min(rank) AS rank FROM matches GROUP BY source_id, ordinal
+),
+decided AS (
+    SELECT m.source_id, m.ordinal, min(m.rule) AS rule,
+           count(DISTINCT m.note_id) AS found,
+           count(DISTINCT m.note_id) FILTER (WHERE m.own) AS found_own,
+           min(m.note_id::text) FILTER (WHERE m.own) AS own_id,
+           min(m.note_id::text) AS any_id
+    FROM matches m JOIN first_rank f USING (source_id, ordinal, rank)
+    GROUP BY m.source_id, m.ordinal
+),
+outcome AS (
+    SELECT r.source_id, r.ordinal,
+           (CASE WHEN d.found = 1 THEN d.any_id
+                 WHEN d.found_own = 1 THEN d.own_id END)::uuid AS target_id,
+           CASE WHEN d.found IS NULL THEN 'dangling'
+                WHEN d.found = 1 OR d.found_own = 1 THEN d.rule
+                ELSE 'ambiguous' END AS resolution,
+           COALESCE(d.found, 0)::int AS matches
+    FROM refs r LEFT JOIN decided d USING (source_id, ordinal)
+),
+typed AS (
+    SELECT o.source_id, o.ordinal, o.target_id, o.resolution, o.matches,
+           CASE WHEN t.id IS NULL THEN 'unknown'
+                WHEN t.project IS NOT NULL THEN 'memory'
+                WHEN t.skill IS NOT NULL THEN 'skill'
+                ELSE 'shared_concept' END AS target_type
+    FROM outcome o LEFT JOIN note t ON t.id = o.target_id
+)
+UPDATE wiki_link l
+SET target_id = t.target_id, resolution = t.resolution, matches = t.matches,
+    target_type = t.target_type
+FROM typed t
+WHERE l.source_id = t.source_id AND l.ordinal = t.ordinal
+  AND (l.target_id, l.resolution, l.matches, l.target_type)
+      IS DISTINCT FROM (t.target_id, t.resolution, t.matches, t.target_type)
 RETURNING l.source_id
 """)
 
@@ -166,9 +244,14 @@ class LinkRepository:
             )
 
     async def replace_references(
-        self, conn: Connection, source_ids: Sequence[UUID], rows: Sequence[WikiLinkRow]
+        self,
+        conn: Connection,
+        source_ids: Sequence[UUID],
+        rows: Sequence[WikiLinkRow],
+        candidates: Sequence[WikiCandidateRow] = (),
     ) -> None:
-        """The sources' references become ``rows``, all unresolved until :meth:`resolve`."""
+        """The sources' references become ``rows`` (vault references with their
+        ``candidates``), all unresolved until :meth:`resolve`."""
         await conn.execute(_DELETE_REFS.sql, *_DELETE_REFS.args(ids=list(source_ids)))
         if not rows:
             return
@@ -182,15 +265,30 @@ class LinkRepository:
                 headings=[r.heading for r in rows],
                 labels=[r.label for r in rows],
                 embeds=[r.embed for r in rows],
+                blocks=[r.block for r in rows],
+                vaults=[r.vault for r in rows],
             ),
         )
+        if candidates:
+            await conn.execute(
+                _INSERT_CANDIDATES.sql,
+                *_INSERT_CANDIDATES.args(
+                    source_ids=[c.source_id for c in candidates],
+                    ordinals=[c.ordinal for c in candidates],
+                    ranks=[c.rank for c in candidates],
+                    rules=[c.rule for c in candidates],
+                    keys=[c.key for c in candidates],
+                ),
+            )
 
     async def resolve(self, conn: Connection, keys: set[str]) -> set[UUID]:
         """Point every reference with one of ``keys`` at the note that key names now (or
         at nothing); the sources whose references changed."""
         if not keys:
             return set()
-        rows = await conn.fetch(_RESOLVE.sql, *_RESOLVE.args(keys=sorted(keys)))
+        wanted = sorted(keys)
+        rows = await conn.fetch(_RESOLVE.sql, *_RESOLVE.args(keys=wanted))
+        rows += await conn.fetch(_RESOLVE_VAULT.sql, *_RESOLVE_VAULT.args(keys=wanted))
         return {row["source_id"] for row in rows}
 
     async def sync_wiki_edges(

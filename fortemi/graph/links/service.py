@@ -1,5 +1,6 @@
-"""Links between notes: explicit links made through the API, and what a note links to and
-from (explicit, wiki and semantic links alike).
+"""Links between notes: explicit links made through the API, what a note links to and
+from (explicit, wiki and semantic links alike), and for vaults a project's reachable set
+and the vault's link status.
 
 Wiki links are not made here: they follow the notes' content, in the notes' own
 transactions (:mod:`fortemi.graph.links.indexer`). Semantic links are the Linking job's.
@@ -16,8 +17,16 @@ import math
 import struct
 from uuid import UUID
 
-from fortemi.graph.links.models import ExplicitLink, LinkedNote, LinkKind, NoteLink, NoteLinks
+from fortemi.graph.links.models import (
+    ExplicitLink,
+    LinkedNote,
+    LinkKind,
+    NoteLink,
+    NoteLinks,
+    VaultStatus,
+)
 from fortemi.graph.links.repository import LinkRepository
+from fortemi.graph.links.vault_repository import VaultLinkRepository
 from fortemi.platform.database import Connection, Database
 from fortemi.platform.errors import BadUserInput, Conflict, NotFound
 from fortemi.platform.notes.models import Note, NoteVisibility
@@ -59,6 +68,7 @@ class LinkService:
         self._max_links = max_links
         self._notes = NoteRepository()
         self._links = LinkRepository()
+        self._vaults = VaultLinkRepository()
 
     async def create_explicit(
         self,
@@ -141,6 +151,41 @@ class LinkService:
         limit = self._limit(first)
         async with self._db.memory_transaction(memory) as conn:
             return await self._linked(conn, note_id, "incoming", visibility, limit)
+
+    # -- vaults --------------------------------------------------------------------------
+
+    async def reachable(self, memory: str, vault: str, project: str) -> set[UUID]:
+        """The project's reachable set in the vault: its live notes, and the live shared
+        notes of the vault reached from them by resolved wiki links, followed onward
+        through shared notes only (a link into any project is never followed). No read
+        scope applies: the caller filters what it may show."""
+        async with self._db.memory_transaction(memory) as conn:
+            return await self._vaults.reach(conn, vault, project)
+
+    async def reach_paths(
+        self, memory: str, vault: str, project: str, *, visibility: NoteVisibility | None
+    ) -> list[tuple[UUID, str]]:
+        """(id, vault path) of the notes of :meth:`reachable` the caller may read, by path."""
+        async with self._db.memory_transaction(memory) as conn:
+            ids = await self._vaults.reach(conn, vault, project)
+            return await self._vaults.paths(conn, vault, ids, visibility) if ids else []
+
+    async def vault_status(
+        self,
+        memory: str,
+        vault: str,
+        *,
+        visibility: NoteVisibility | None,
+        first: int | None = None,
+    ) -> VaultStatus:
+        """The vault's notes and wiki links over the live notes the caller may read, and
+        their unresolved links (at most ``first``). A vault without a readable note, or
+        with no note at all, reports zero counts alike: no existence leaks."""
+        limit = self._limit(first)
+        async with self._db.memory_transaction(memory) as conn:
+            counts = await self._vaults.counts(conn, vault, visibility)
+            found = await self._vaults.dangling(conn, vault, visibility, limit) if limit else []
+        return VaultStatus(vault=vault, dangling_links=found, **counts)
 
     # -- helpers -------------------------------------------------------------------------
 

@@ -1,8 +1,9 @@
 """Reading ``[[wiki links]]`` out of a note's text.
 
 The syntax is Obsidian's: ``[[Target]]``, ``[[Target|label]]``, ``[[Target#Heading]]``,
-``[[Target#Heading|label]]``, ``[[folder/note.md]]`` (or without ``.md``), and the same
-behind ``!`` for an embed (``![[Target]]``). Inside a table cell the pipe is written
+``[[Target#Heading|label]]``, ``[[Target#^block]]`` (a block id, kept apart from
+headings), ``[[folder/note.md]]`` (or without ``.md``), and the same behind ``!`` for an
+embed (``![[Target]]``). Inside a table cell the pipe is written
 ``\\|``. ``[[#Heading]]`` points into the note itself and names no other note.
 
 What is code is decided by CommonMark's own tokenizer (markdown-it-py), not by patterns:
@@ -19,7 +20,7 @@ format is neither markdown nor plain text: in JSON or source code ``[[1, 2]]`` i
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import yaml
@@ -50,12 +51,26 @@ _WIKI_FORMATS = frozenset({"markdown", "md", "text/markdown", "plain", "text", "
 
 @dataclass(frozen=True, slots=True)
 class WikiRef:
-    """One ``[[...]]`` as written: its target, heading and label trimmed, None when absent."""
+    """One ``[[...]]`` as written: its target, heading, block and label trimmed, None when
+    absent (``[[t#h#^b]]``: heading ``h``, block ``b``)."""
 
     target: str
     heading: str | None = None
     label: str | None = None
     embed: bool = False
+    block: str | None = None
+
+    def with_anchor(self) -> WikiRef:
+        """The same reference with a ``^block`` at the end of its heading part moved to
+        ``block`` (Obsidian's ``[[note#^id]]``, also after a heading: ``[[note#h#^id]]``)."""
+        if self.heading is None:
+            return self
+        heading, caret, block = self.heading.rpartition("^")
+        if not caret or (heading and not heading.endswith("#")):
+            return self
+        return replace(
+            self, heading=heading.rstrip("#").strip() or None, block=block.strip() or None
+        )
 
 
 def render(ref: WikiRef) -> str:
@@ -63,6 +78,8 @@ def render(ref: WikiRef) -> str:
     text = ref.target
     if ref.heading is not None:
         text += f"#{ref.heading}"
+    if ref.block is not None:
+        text += f"#^{ref.block}"
     if ref.label is not None:
         text += f"|{ref.label}"
     return f"{'!' if ref.embed else ''}[[{text}]]"
@@ -84,7 +101,7 @@ def _reference(inner: str, embed: bool) -> WikiRef | None:
         heading=(heading.strip() or None) if has_heading else None,
         label=(label.strip() or None) if has_label else None,
         embed=embed,
-    )
+    ).with_anchor()
 
 
 def _wikilink(state: StateInline, silent: bool) -> bool:

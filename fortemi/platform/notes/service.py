@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 from uuid import UUID, uuid4
 
 from fortemi.platform.database import Connection, Database
@@ -157,6 +157,17 @@ class NoteIndexer(Protocol):
     ) -> Sequence[Any]: ...
 
     async def committed(self, pending: Sequence[Any]) -> None: ...
+
+
+@runtime_checkable
+class NoteStateIndexer(NoteIndexer, Protocol):
+    """An indexer whose work also depends on whether notes are deleted (wiki links:
+    a deleted note stops taking references): told of a soft delete or a restore, in its
+    transaction, as :meth:`NoteIndexer.enqueue` is told of a new version."""
+
+    async def state_changed(
+        self, conn: Connection, memory: str, note_ids: Sequence[UUID]
+    ) -> Sequence[Any]: ...
 
 
 class NoteService:
@@ -361,10 +372,12 @@ class NoteService:
         async with self._db.memory_transaction(memory, subject=f"Note {note_id}") as conn:
             await self._check_owner(conn, note_id, owner)
             note = await self._repo.soft_delete(conn, note_id, actor)
+            pending = await self._state_changed(conn, memory, note)
             if note is None:
                 note = await self._repo.get(conn, note_id)
         if note is None:
             raise _not_found(note_id)
+        await self._committed(pending)
         return note
 
     async def restore(
@@ -374,10 +387,12 @@ class NoteService:
         async with self._db.memory_transaction(memory, subject=f"Note {note_id}") as conn:
             await self._check_owner(conn, note_id, owner)
             note = await self._repo.restore(conn, note_id, actor)
+            pending = await self._state_changed(conn, memory, note)
             if note is None:
                 note = await self._repo.get(conn, note_id)
         if note is None:
             raise _not_found(note_id)
+        await self._committed(pending)
         return note
 
     async def purge(self, memory: str, note_id: UUID, *, owner: Owner | None = None) -> Note:
@@ -500,6 +515,19 @@ class NoteService:
             return ()
         return [
             (indexer, await indexer.enqueue(conn, memory, note_ids)) for indexer in self._indexers
+        ]
+
+    async def _state_changed(
+        self, conn: Connection, memory: str, note: Note | None
+    ) -> Sequence[Any]:
+        """What the indexers that follow deletes make of ``note`` having just been deleted
+        or restored (None: nothing changed)."""
+        if note is None:
+            return ()
+        return [
+            (indexer, await indexer.state_changed(conn, memory, [note.id]))
+            for indexer in self._indexers
+            if isinstance(indexer, NoteStateIndexer)
         ]
 
     async def _committed(self, pending: Sequence[Any]) -> None:

@@ -63,6 +63,7 @@ OWNERS: Mapping[str, tuple[str, ...]] = {
             "note_link",
             "wiki_link",
             "note_wiki_key",
+            "wiki_link_candidate",
             "note_embedding",
             "note_community",
             "graph_community",
