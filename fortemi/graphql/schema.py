@@ -46,6 +46,7 @@ from fortemi.graphql.notes.types import Note
 from fortemi.graphql.policies import PolicyMutation, PolicyQuery
 from fortemi.graphql.principal import PrincipalQuery
 from fortemi.graphql.search import SearchQuery
+from fortemi.graphql.vault_links import VaultLinkQuery
 from fortemi.graphql.vocabulary import VocabularyMutation, VocabularyQuery
 from fortemi.graphql.webhooks import WebhookMutation, WebhookQuery
 from fortemi.platform.settings import Settings
@@ -67,6 +68,7 @@ Query = merge_types(
         PolicyQuery,
         VocabularyQuery,
         MaintenanceQuery,
+        VaultLinkQuery,
     ),
 )
 Mutation = merge_types(
