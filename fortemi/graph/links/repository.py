@@ -42,14 +42,18 @@ _KEYS_OF = Query("SELECT key FROM note_wiki_key WHERE note_id = ANY(:ids::uuid[]
 # Who wrote the notes' current state: the actor of the events their links cause.
 _WRITERS = Query("SELECT DISTINCT updated_by FROM note WHERE id = ANY(:ids::uuid[])")
 
-# One advisory lock per key, in key order (so two writers never wait on each other in a
-# cycle), held to the end of the transaction. A note gaining a key and another note's new
-# reference to that key are then serialised: whichever commits second sees the other,
-# so no reference stays dangling to a note that exists. The (schema, key) pair is apart
-# from the notes' external-id locks by its prefix; a hash collision only over-serialises.
+# One advisory lock per key's bucket, in bucket order (so two writers never wait on each
+# other in a cycle), held to the end of the transaction. A note gaining a key and another
+# note's new reference to that key are then serialised: whichever commits second sees the
+# other, so no reference stays dangling to a note that exists. Keys go to 1024 buckets per
+# schema because every advisory lock takes a slot of the server's shared lock table (64
+# per connection by default): a batch of vault notes has tens of thousands of keys (each
+# reference has up to eight candidates), which one lock per key ran out of ("out of
+# shared memory"); 1024 leaves room for several such batches at once. Meeting another
+# lock of the schema (external ids) only over-serialises.
 _LOCK_KEYS = Query("""
 SELECT pg_advisory_xact_lock(hashtext(current_schema()), k)
-FROM (SELECT DISTINCT hashtext('wiki' || chr(31) || x) AS k
+FROM (SELECT DISTINCT hashtext('wiki' || chr(31) || x) & 1023 AS k
       FROM unnest(:keys::text[]) AS x) AS keys
 ORDER BY k
 """)

@@ -25,8 +25,11 @@ unrelated edit. A reference to a note in the trash stays resolved to it (lists l
 note out), so restoring the note brings its links back, while a live note taking its
 title takes its references.
 
-The wiki-vault rules (vault-relative paths) belong here: a :class:`KeyRules` subclass
-that keys references and notes differently, handed to the indexer.
+These are the rules for notes outside vaults. A reference written in a vault note
+follows the vault rules instead (path from the source's folder, then path suffix, then
+title, then alias, only among the notes of its vault):
+:class:`~fortemi.graph.links.vault.VaultKeyRules`, the :class:`KeyRules` subclass the
+indexer uses by default.
 """
 
 from __future__ import annotations

@@ -361,3 +361,20 @@ async def test_vault_status_counts_only_what_the_caller_may_read(
     assert len(capped.dangling_links) == 1
     unknown = await link_service.vault_status(memory, "nope", visibility=None)
     assert (unknown.notes, unknown.links, unknown.dangling_links) == (0, 0, [])
+
+
+async def test_a_batch_of_a_large_vault_resolves_in_one_transaction(
+    notes: NoteService, link_service: LinkService, memory: str
+) -> None:
+    # 500 notes of 20 links each: 80,000 candidate keys, more advisory locks than the
+    # server's lock table holds if each key took one.
+    files = [
+        (
+            f"projects/p{i % 5}/area{i % 7}/note{i}.md",
+            " ".join(f"[[note{(i + j) % 500}]]" for j in range(1, 21)),
+        )
+        for i in range(500)
+    ]
+    await sync(notes, memory, "big", files)
+    status = await link_service.vault_status(memory, "big", visibility=None)
+    assert (status.notes, status.links, status.resolved) == (500, 10_000, 10_000)
