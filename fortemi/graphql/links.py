@@ -63,6 +63,10 @@ class DanglingLink:
     heading: str | None
     label: str | None
     embed: bool = strawberry.field(description="Written as ![[...]]")
+    block: str | None = strawberry.field(description="The ^block id of [[note#^block]]")
+    ambiguous: bool = strawberry.field(
+        description="A vault link that matched several notes, none of them in its own project"
+    )
 
 
 @strawberry.type(description="A note's links to and from notes you may read")
@@ -134,7 +138,14 @@ class LinkQuery:
             outgoing=linked_notes(found.outgoing),
             incoming=linked_notes(found.incoming),
             dangling=[
-                DanglingLink(target=d.target, heading=d.heading, label=d.label, embed=d.embed)
+                DanglingLink(
+                    target=d.target,
+                    heading=d.heading,
+                    label=d.label,
+                    embed=d.embed,
+                    block=d.block,
+                    ambiguous=d.resolution == "ambiguous",
+                )
                 for d in found.dangling
             ],
         )

@@ -119,6 +119,8 @@ class DanglingRef:
     heading: str | None
     label: str | None
     embed: bool
+    block: str | None = None
+    resolution: str = "dangling"  # or ambiguous (a vault reference matching several notes)
 
 
 @dataclass(frozen=True, slots=True)

@@ -87,3 +87,23 @@ async def test_vault_reach_needs_the_project_and_follows_shared_notes_only(
     assert refused["errors"][0]["extensions"]["reason"] == "not_in_allowed_groups"
     blank = await gql(REACH, {"v": " ", "p": "p1"}, token=people["alice"])
     assert error_codes(blank) == ["BAD_USER_INPUT"]
+
+
+async def test_note_links_tell_an_ambiguous_vault_link_and_a_block_apart(
+    gql: GraphQLCall, runtime: Runtime, memory: str, people: dict[str, str]
+) -> None:
+    ids = await sync(
+        runtime.notes, memory, "h", [*FILES, ("shared/blocks.md", "[[nowhere#^b1]] [[hub#^b2]]")]
+    )
+    query = """query($id: ID!) { noteLinks(id: $id) {
+      outgoing { note { title } } dangling { target block ambiguous } } }"""
+    hub = await _data(gql, query, {"id": str(ids["shared/hub.md"])}, people["alice"])
+    assert hub["noteLinks"]["dangling"] == [
+        {"target": "elsewhere", "block": None, "ambiguous": False},
+        {"target": "dup", "block": None, "ambiguous": True},
+    ]
+    blocks = await _data(gql, query, {"id": str(ids["shared/blocks.md"])}, people["alice"])
+    assert blocks["noteLinks"] == {
+        "outgoing": [{"note": {"title": "hub"}}],
+        "dangling": [{"target": "nowhere", "block": "b1", "ambiguous": False}],
+    }
