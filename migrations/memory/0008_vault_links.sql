@@ -14,9 +14,11 @@ ALTER TABLE wiki_link
     -- dangling or outside vaults
     ADD COLUMN target_type  text NOT NULL DEFAULT 'unknown'
         CHECK (target_type IN ('memory', 'skill', 'shared_concept', 'unknown')),
-    -- how many notes matched the deciding rule (more than one: ambiguous unless exactly
-    -- one is in the source's project)
-    ADD COLUMN matches      integer NOT NULL DEFAULT 0 CHECK (matches >= 0);
+    -- how many notes matched the deciding candidate (more than one: ambiguous)
+    ADD COLUMN matches      integer NOT NULL DEFAULT 0 CHECK (matches >= 0),
+    -- the rank of the candidate that decided a vault reference (NULL: none did): a key
+    -- ranked after it cannot change the outcome, so its changes leave the reference alone
+    ADD COLUMN decided_rank smallint;
 
 -- References resolved before this migration: the kind of key that found their note.
 UPDATE wiki_link l SET resolution = COALESCE((

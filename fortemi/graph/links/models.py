@@ -65,6 +65,7 @@ class WikiLinkRow:
     resolution: str = "dangling"  # path | suffix | title | alias | dangling | ambiguous
     target_type: str = "unknown"  # memory | skill | shared_concept | unknown
     matches: int = 0
+    decided_rank: int | None = None  # the candidate that decided a vault reference
 
 
 @dataclass(frozen=True, slots=True)

@@ -110,49 +110,45 @@ RETURNING l.source_id
 """)
 
 # Inside vaults (fortemi.graph.links.vault): every reference with one of the keys among
-# its candidates takes its first candidate that live notes have; one note wins, several
-# are decided by the source's project (exactly one in it), else the reference is
-# ambiguous; none at any rank: dangling. The target's kind comes from its project or
-# skill. Each step is a probe of wiki_link_candidate(key) or note_wiki_key(key). Returns
-# the notes whose references changed.
+# its candidates at or before the rank that decided it (a later one cannot change the
+# outcome; an unresolved reference has no such rank) takes its first candidate that live
+# notes have: one note wins, several make it ambiguous (the own-project preference is a
+# candidate of its own, before the vault-wide one), none at any rank leave it dangling.
+# The target's kind comes from its project or skill. Each step is a probe of
+# wiki_link_candidate(key), note_wiki_key(key) or a primary key. Returns the notes whose
+# references changed.
 _RESOLVE_VAULT = Query("""
 WITH refs AS (
-    SELECT DISTINCT c.source_id, c.ordinal FROM wiki_link_candidate c
-    WHERE c.key = ANY(:keys::text[])
+    SELECT DISTINCT c.source_id, c.ordinal
+    FROM wiki_link_candidate c
+    JOIN wiki_link l ON l.source_id = c.source_id AND l.ordinal = c.ordinal
+    WHERE c.key = ANY(:keys::text[]) AND c.rank <= COALESCE(l.decided_rank, 32767)
 ),
 matches AS (
-    SELECT c.source_id, c.ordinal, c.rank, c.rule, k.note_id,
-           (s.project IS NOT NULL AND n.project = s.project) AS own
+    SELECT c.source_id, c.ordinal, c.rank, c.rule, k.note_id
     FROM refs r
     JOIN wiki_link_candidate c ON c.source_id = r.source_id AND c.ordinal = r.ordinal
-    JOIN note s ON s.id = c.source_id
     JOIN note_wiki_key k ON k.key = c.key AND k.kind = 'vault'
     JOIN note n ON n.id = k.note_id AND n.deleted_at IS NULL
 ),
-first_rank AS (
-    SELECT source_id, ordinal, min(rank) AS rank FROM matches GROUP BY source_id, ordinal
-),
 decided AS (
-    SELECT m.source_id, m.ordinal, min(m.rule) AS rule,
-           count(DISTINCT m.note_id) AS found,
-           count(DISTINCT m.note_id) FILTER (WHERE m.own) AS found_own,
-           min(m.note_id::text) FILTER (WHERE m.own) AS own_id,
-           min(m.note_id::text) AS any_id
-    FROM matches m JOIN first_rank f USING (source_id, ordinal, rank)
-    GROUP BY m.source_id, m.ordinal
+    SELECT DISTINCT ON (m.source_id, m.ordinal) m.source_id, m.ordinal, m.rank, m.rule,
+           count(*) OVER (PARTITION BY m.source_id, m.ordinal, m.rank) AS found,
+           m.note_id
+    FROM matches m
+    ORDER BY m.source_id, m.ordinal, m.rank, m.note_id
 ),
 outcome AS (
-    SELECT r.source_id, r.ordinal,
-           (CASE WHEN d.found = 1 THEN d.any_id
-                 WHEN d.found_own = 1 THEN d.own_id END)::uuid AS target_id,
+    SELECT r.source_id, r.ordinal, d.rank,
+           CASE WHEN d.found = 1 THEN d.note_id END AS target_id,
            CASE WHEN d.found IS NULL THEN 'dangling'
-                WHEN d.found = 1 OR d.found_own = 1 THEN d.rule
+                WHEN d.found = 1 THEN d.rule
                 ELSE 'ambiguous' END AS resolution,
            COALESCE(d.found, 0)::int AS matches
     FROM refs r LEFT JOIN decided d USING (source_id, ordinal)
 ),
 typed AS (
-    SELECT o.source_id, o.ordinal, o.target_id, o.resolution, o.matches,
+    SELECT o.source_id, o.ordinal, o.rank, o.target_id, o.resolution, o.matches,
            CASE WHEN t.id IS NULL THEN 'unknown'
                 WHEN t.project IS NOT NULL THEN 'memory'
                 WHEN t.skill IS NOT NULL THEN 'skill'
@@ -161,11 +157,11 @@ typed AS (
 )
 UPDATE wiki_link l
 SET target_id = t.target_id, resolution = t.resolution, matches = t.matches,
-    target_type = t.target_type
+    target_type = t.target_type, decided_rank = t.rank
 FROM typed t
 WHERE l.source_id = t.source_id AND l.ordinal = t.ordinal
-  AND (l.target_id, l.resolution, l.matches, l.target_type)
-      IS DISTINCT FROM (t.target_id, t.resolution, t.matches, t.target_type)
+  AND (l.target_id, l.resolution, l.matches, l.target_type, l.decided_rank)
+      IS DISTINCT FROM (t.target_id, t.resolution, t.matches, t.target_type, t.rank)
 RETURNING l.source_id
 """)
 

@@ -18,10 +18,11 @@ first of these rules that finds a note:
    links written by name rather than by file (``[[Pod Crashes]]``);
 4. else the reference dangles.
 
-Within one rule, one matching note wins; several matching notes are decided by the
-source's own project (exactly one of them in it wins), otherwise the reference is
-*ambiguous*: it dangles, with the number of notes that matched kept. A soft-deleted note
-never matches, so deleting a file makes its links dangle or fall to the next rule.
+Within one rule (and one appendix), one matching note wins; several matching notes are
+decided by the source's own project (exactly one of them in it wins), otherwise the
+reference is *ambiguous*: it dangles, with the number of notes that matched kept. A
+soft-deleted note never matches, so deleting a file makes its links dangle or fall to the
+next rule.
 
 Keys. Each rule is an equality on a key, so resolving a reference is one index probe per
 candidate, never a scan of the vault's paths (``LIKE '%/kubectl'`` cannot use a b-tree). A
@@ -29,10 +30,19 @@ vault note stores every key any reference could look for it by: its path, its fo
 (for ``SKILL.md``/``index.md``), each whole-segment suffix of both, its title and aliases,
 each prefixed by the vault and the rule (``V␟suffix␟tools/kubectl``), so vaults never meet
 and a note outside every vault, whose keys :func:`~fortemi.graph.links.resolution.fold`
-collapses ``␟`` out of, can never produce one. A note of depth *d* has at most 2·(2*d*+1)
-of these keys. A reference stores its candidates in order; when a note gains or loses a
-key, every reference with that key among its candidates is resolved again, so the result
-does not depend on the order in which notes arrive.
+collapses ``␟`` out of, can never produce one. A note in a project also has its suffix,
+title and alias keys once more with the project (``V␟suffix␟poimen␟ownership``), and a
+reference from a project tries that key just before the vault-wide one: the own-project
+preference is then an index probe too (exactly one own match wins; none: the vault-wide
+key decides; several: ambiguous, as several vault-wide matches are). A note of depth *d*
+has at most 4·*d* + 6 vault keys, plus two per alias.
+
+A reference stores its candidates in order and the rank that decided it. When a note gains
+or loses a key, every reference with that key among its candidates *at or before its
+deciding rank* is resolved again (a key ranked after it cannot change the outcome), so the
+result does not depend on the order in which notes arrive, and a note named ``index.md``
+arriving in the twelfth project does not re-resolve every ``[[index]]`` of the other
+eleven.
 
 Dendron vaults (``metadata.flavour == "dendron"``) write ``[[label|target]]`` (the
 other way round), name notes by dot hierarchy (``a.b.c`` is the file ``a.b.c.md``, which
@@ -59,6 +69,7 @@ __all__ = ["Candidate", "VaultKeyRules", "vault_key", "vault_of"]
 _SEP = "\x1f"
 # Folder notes: ``[[folder]]`` finds ``folder/SKILL.md``, else ``folder/index.md``.
 _FOLDER_NOTES = ("skill", "index")
+_APPENDICES = ("", "+skill", "+index")  # as written (.md or not), /SKILL.md, /index.md
 _DENDRON_PREFIX = "dendron://"
 _MAX_DEPTH = 32  # segments of a path keyed by suffix (deeper paths: the last 32)
 
@@ -79,8 +90,16 @@ def vault_of(metadata: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def vault_key(vault: str, tag: str, key: str) -> str:
-    return f"{vault}{_SEP}{tag}{_SEP}{key}"
+def vault_key(vault: str, tag: str, key: str, project: str | None = None) -> str:
+    """A vault-scoped key; with ``project``, one only that project's notes have."""
+    if project is None:
+        return f"{vault}{_SEP}{tag}{_SEP}{key}"
+    return f"{vault}{_SEP}{tag}{_SEP}{project}{_SEP}{key}"
+
+
+def _project(segments: list[str]) -> str | None:
+    """The project of a vault path: ``<p>`` under ``projects/<p>/``."""
+    return segments[1] if len(segments) > 2 and segments[0] == "projects" else None
 
 
 def _segments(path: str) -> list[str]:
@@ -129,17 +148,19 @@ class VaultKeyRules(KeyRules):
         folder = _folder_note(segments[-1])
         if folder is not None and len(segments) > 1:
             owned.append((f"+{folder}", segments[:-1]))
+        project = _project(segments)
+        scopes = (None,) if project is None else (None, project)
         values: set[str] = set()
         for appendix, parts in owned:
             values.add(vault_key(vault, f"path{appendix}", fold("/".join(parts))))
             for depth in range(1, min(len(parts), _MAX_DEPTH) + 1):
                 suffix = fold("/".join(parts[-depth:]))
-                values.add(vault_key(vault, f"suffix{appendix}", suffix))
-        values.add(vault_key(vault, "title", fold(title)))
-        values.update(
-            vault_key(vault, "alias", fold(alias)) for alias in self.aliases(content, metadata)
-        )
-        keys.update(NoteKey("vault", value) for value in values if not value.endswith(_SEP))
+                values.update(vault_key(vault, f"suffix{appendix}", suffix, s) for s in scopes)
+        names = [("title", title)] + [("alias", a) for a in self.aliases(content, metadata)]
+        for rule, name in names:
+            if fold(name):
+                values.update(vault_key(vault, rule, fold(name), s) for s in scopes)
+        keys.update(NoteKey("vault", value) for value in values)
         return {key for key in keys if len(key.key) <= 1000}
 
     def vault_reference(
@@ -162,18 +183,24 @@ class VaultKeyRules(KeyRules):
         else:
             folder = "/".join(_segments(source_path)[:-1])
             joined = _segments(f"{folder}/{target}")
-        for rule, parts in (("path", joined), ("suffix", _unclimbed(target))):
-            if not parts:
-                continue
-            key = fold("/".join(parts))
-            for appendix in ("", "+skill", "+index"):
-                candidates.append(Candidate(rule, vault_key(vault, rule + appendix, key)))
+        own = _project(_segments(source_path))
+        scopes = (None,) if own is None else (own, None)
+        if joined:
+            key = fold("/".join(joined))
+            for appendix in _APPENDICES:
+                candidates.append(Candidate("path", vault_key(vault, "path" + appendix, key)))
+        suffix = _unclimbed(target)
+        if suffix:
+            key = fold("/".join(suffix))
+            for appendix in _APPENDICES:
+                candidates.extend(
+                    Candidate("suffix", vault_key(vault, "suffix" + appendix, key, scope))
+                    for scope in scopes
+                )
+        name = fold(target)
         for rule in ("title", "alias"):
-            name = fold(target)
-            if name:
-                candidates.append(Candidate(rule, vault_key(vault, rule, name)))
-        unique = list({c.key: c for c in reversed(candidates)}.values())[::-1]
-        return ref, unique
+            candidates.extend(Candidate(rule, vault_key(vault, rule, name, s)) for s in scopes)
+        return ref, list(dict.fromkeys(candidates))
 
 
 def _dendron(ref: WikiRef) -> WikiRef:

@@ -21,13 +21,21 @@ def _candidates(target: str, source: dict[str, str] = KUBECTL) -> list[tuple[str
 
 
 def test_a_vault_note_is_keyed_by_its_path_every_suffix_its_title_and_aliases() -> None:
-    assert _keys("projects/a/My Note.md") == {
-        vault_key("v", "path", "projects/a/my note"),
+    assert _keys("shared/My Note.md") == {
+        vault_key("v", "path", "shared/my note"),
         vault_key("v", "suffix", "my note"),
-        vault_key("v", "suffix", "a/my note"),
-        vault_key("v", "suffix", "projects/a/my note"),
+        vault_key("v", "suffix", "shared/my note"),
         vault_key("v", "title", "t"),
     }
+
+
+def test_a_project_note_has_its_suffixes_and_title_once_more_with_its_project() -> None:
+    keys = _keys("projects/a/My Note.md")
+    assert vault_key("v", "suffix", "my note", "a") in keys
+    assert vault_key("v", "suffix", "projects/a/my note", "a") in keys
+    assert vault_key("v", "title", "t", "a") in keys
+    assert vault_key("v", "path", "projects/a/my note", "a") not in keys  # a path is unique
+    assert len(keys) == 1 + 3 + 3 + 2
 
 
 def test_skill_and_index_notes_are_also_keyed_by_their_folder() -> None:
@@ -45,29 +53,39 @@ def test_notes_outside_vaults_get_no_vault_key_and_references_keep_todays_rules(
     assert RULES.vault_reference(WikiRef("b"), {"vault": "v"}) is None
 
 
-def test_candidates_go_path_then_suffix_then_title_then_alias() -> None:
+def test_candidates_go_path_then_suffix_then_title_then_alias_own_project_first() -> None:
+    sep = "\x1f"
     assert _candidates("../debugging/Pod-Crashes.md") == [
-        ("path", "path\x1fprojects/poimen/debugging/pod-crashes"),
-        ("path", "path+skill\x1fprojects/poimen/debugging/pod-crashes"),
-        ("path", "path+index\x1fprojects/poimen/debugging/pod-crashes"),
-        ("suffix", "suffix\x1fdebugging/pod-crashes"),
-        ("suffix", "suffix+skill\x1fdebugging/pod-crashes"),
-        ("suffix", "suffix+index\x1fdebugging/pod-crashes"),
-        ("title", "title\x1f../debugging/pod-crashes"),
-        ("alias", "alias\x1f../debugging/pod-crashes"),
+        ("path", f"path{sep}projects/poimen/debugging/pod-crashes"),
+        ("path", f"path+skill{sep}projects/poimen/debugging/pod-crashes"),
+        ("path", f"path+index{sep}projects/poimen/debugging/pod-crashes"),
+        ("suffix", f"suffix{sep}poimen{sep}debugging/pod-crashes"),
+        ("suffix", f"suffix{sep}debugging/pod-crashes"),
+        ("suffix", f"suffix+skill{sep}poimen{sep}debugging/pod-crashes"),
+        ("suffix", f"suffix+skill{sep}debugging/pod-crashes"),
+        ("suffix", f"suffix+index{sep}poimen{sep}debugging/pod-crashes"),
+        ("suffix", f"suffix+index{sep}debugging/pod-crashes"),
+        ("title", f"title{sep}poimen{sep}../debugging/pod-crashes"),
+        ("title", f"title{sep}../debugging/pod-crashes"),
+        ("alias", f"alias{sep}poimen{sep}../debugging/pod-crashes"),
+        ("alias", f"alias{sep}../debugging/pod-crashes"),
     ]
+    shared = {"vault": "v", "path": "shared/x.md"}
+    assert [rule for rule, _ in _candidates("y", shared)] == [
+        "path", "path", "path", "suffix", "suffix", "suffix", "title", "alias",
+    ]  # fmt: skip
 
 
 def test_dot_dot_stops_at_the_vault_root_and_backslashes_are_separators() -> None:
     assert _candidates("../../../../shared/x")[0] == ("path", "path\x1fshared/x")
     assert _candidates("..\\..\\..\\shared\\x")[0] == ("path", "path\x1fshared/x")
     assert _candidates("/shared/x")[0] == ("path", "path\x1fshared/x")
-    assert _candidates("a/../../b")[3] == ("suffix", "suffix\x1fb")
+    assert _candidates("a/../../b")[4] == ("suffix", "suffix\x1fb")
 
 
 def test_a_bare_name_is_tried_in_the_source_folder_as_a_suffix_a_title_and_an_alias() -> None:
     assert [rule for rule, _ in _candidates("kubectl")] == [
-        "path", "path", "path", "suffix", "suffix", "suffix", "title", "alias",
+        *["path"] * 3, *["suffix"] * 6, *["title"] * 2, *["alias"] * 2,
     ]  # fmt: skip
     assert _candidates(".") == []
     assert _candidates("..") == []

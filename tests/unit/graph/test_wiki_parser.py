@@ -152,12 +152,16 @@ _label = (
     .map(str.strip)
     .filter(bool)
 )
+# A heading starting with "^" is a block id ([[note#^id]], also [[note#heading#^id]]).
+_heading = _part.filter(lambda text: not text.startswith("^"))
+_block = _part.filter(lambda text: "^" not in text)
 _refs = st.builds(
     WikiRef,
     target=_part,
-    heading=st.none() | _part,
+    heading=st.none() | _heading,
     label=st.none() | _label,
     embed=st.booleans(),
+    block=st.none() | _block,
 )
 
 

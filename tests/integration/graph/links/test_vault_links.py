@@ -37,7 +37,7 @@ HOMELAB_LINKS = {
         "../../shared/skills/SKILL-kubernetes-debugging", "suffix", K8S_SKILL, "skill"
     ),
     (f"{P}debugging/pod-crashes.md", "../../memories/ownership.md"): StoredLink(
-        "../../memories/ownership.md", "suffix", f"{P}memories/ownership.md", "memory", matches=2
+        "../../memories/ownership.md", "suffix", f"{P}memories/ownership.md", "memory"
     ),
     (f"{P}memories/ownership.md", "../tools/kubectl.md"): StoredLink(
         "../tools/kubectl.md", "path", f"{P}tools/kubectl.md", "memory"
@@ -125,7 +125,7 @@ async def test_l5_moves_to_its_own_projects_note_as_soon_as_that_note_arrives(
     await sync(notes, memory, "homelab", [(f"{P}memories/ownership.md", "# Ownership\n")])
     after = (await stored_links(db, memory))[(first[1], "../../memories/ownership.md")]
     # and leaves it for its own project's note as soon as that one exists.
-    assert (after.to, after.resolution, after.matches) == (f"{P}memories/ownership.md", "suffix", 2)
+    assert (after.to, after.resolution) == (f"{P}memories/ownership.md", "suffix")
 
 
 async def test_reachable_sets_are_the_fixture_readmes(
