@@ -180,9 +180,10 @@ class WikiLinkIndexer:
                     rows.append(_row(note.id, i, ref, key, None))
                 continue
             ref, tried = found
-            if not tried:
-                continue
-            rows.append(_row(note.id, i, ref, tried[0].key, vault[0] if vault else None))
+            # A vault reference without candidates (too long to key, or "[[.]]") is kept,
+            # dangling: nothing resolves it, and the vault's status lists it.
+            key = tried[0].key if tried else ""
+            rows.append(_row(note.id, i, ref, key, vault[0] if vault else None))
             candidates.extend(
                 WikiCandidateRow(note.id, i, rank, c.rule, c.key) for rank, c in enumerate(tried)
             )

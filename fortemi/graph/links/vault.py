@@ -72,6 +72,7 @@ _FOLDER_NOTES = ("skill", "index")
 _APPENDICES = ("", "+skill", "+index")  # as written (.md or not), /SKILL.md, /index.md
 _DENDRON_PREFIX = "dendron://"
 _MAX_DEPTH = 32  # segments of a path keyed by suffix (deeper paths: the last 32)
+_MAX_KEY_BYTES = 2000
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +127,12 @@ def _unclimbed(target: str) -> list[str]:
     return _segments("/".join(parts))
 
 
+def _indexable(key: str) -> bool:
+    """Whether ``key`` fits a b-tree index entry (at most ~2.7 kB; a longer key names
+    nothing in practice and would fail the whole write)."""
+    return len(key.encode("utf-8")) <= _MAX_KEY_BYTES
+
+
 def _folder_note(name: str) -> str | None:
     """``skill`` or ``index`` when ``name`` is ``SKILL.md`` or ``index.md`` (any case)."""
     stem = fold(name)
@@ -160,8 +167,8 @@ class VaultKeyRules(KeyRules):
         for rule, name in names:
             if fold(name):
                 values.update(vault_key(vault, rule, fold(name), s) for s in scopes)
-        keys.update(NoteKey("vault", value) for value in values)
-        return {key for key in keys if len(key.key) <= 1000}
+        keys.update(NoteKey("vault", value) for value in values if _indexable(value))
+        return keys
 
     def vault_reference(
         self, ref: WikiRef, source_metadata: Mapping[str, Any]
@@ -200,7 +207,7 @@ class VaultKeyRules(KeyRules):
         name = fold(target)
         for rule in ("title", "alias"):
             candidates.extend(Candidate(rule, vault_key(vault, rule, name, s)) for s in scopes)
-        return ref, list(dict.fromkeys(candidates))
+        return ref, [c for c in dict.fromkeys(candidates) if _indexable(c.key)]
 
 
 def _dendron(ref: WikiRef) -> WikiRef:

@@ -12,6 +12,7 @@ _QUERY_METHODS = frozenset({"fetch", "fetchrow", "fetchval", "execute", "execute
 _ALLOWED = frozenset(
     {
         "auth/audit/registry.py",  # the audit segment registry's repository
+        "graph/links/vault_repository.py",  # the link repository's vault reads
         "platform/database.py",  # the tenant choke point: transactions and search_path
         "platform/migrations.py",  # the migration runner and its bookkeeping table
         "retrieval/sets.py",  # the embedding_set repository (one module per table)

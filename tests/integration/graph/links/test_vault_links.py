@@ -378,3 +378,17 @@ async def test_a_batch_of_a_large_vault_resolves_in_one_transaction(
     await sync(notes, memory, "big", files)
     status = await link_service.vault_status(memory, "big", visibility=None)
     assert (status.notes, status.links, status.resolved) == (500, 10_000, 10_000)
+
+
+async def test_a_link_too_long_to_index_dangles_instead_of_failing_the_write(
+    notes: NoteService, db: Database, memory: str
+) -> None:
+    long_name = "€" * 900  # 2,700 bytes: no key of it fits an index entry
+    await sync(notes, memory, "v", [("projects/a/s.md", f"[[{long_name}]] [[t]] [[.]]")])
+    await sync(notes, memory, "v", [("projects/a/t.md", "t")])
+    found = await stored_links(db, memory)
+    assert {target[:3]: link.resolution for (_, target), link in found.items()} == {
+        "€€€": "dangling",
+        "t": "path",
+        ".": "dangling",
+    }
