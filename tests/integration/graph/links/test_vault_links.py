@@ -3,6 +3,7 @@ arriving in any order, deletes, Dendron, reachable sets and the vault's status."
 
 from __future__ import annotations
 
+import asyncio
 from uuid import UUID
 
 import pytest
@@ -392,3 +393,17 @@ async def test_a_link_too_long_to_index_dangles_instead_of_failing_the_write(
         "t": "path",
         ".": "dangling",
     }
+
+
+async def test_a_vault_note_synced_while_another_links_to_it_is_never_left_dangling(
+    notes: NoteService, db: Database, memory: str
+) -> None:
+    # The source's candidate keys and the target's keys share their lock buckets: whichever
+    # transaction commits second sees the other, whatever the interleaving.
+    for round_ in range(8):
+        source = (f"projects/a/src{round_}.md", f"[[../../shared/t{round_}]] [[t{round_}]]")
+        target = (f"shared/t{round_}.md", "target")
+        await asyncio.gather(sync(notes, memory, "v", [source]), sync(notes, memory, "v", [target]))
+        found = await stored_links(db, memory)
+        for written in (f"../../shared/t{round_}", f"t{round_}"):
+            assert found[(source[0], written)].to == target[0], (round_, written)
