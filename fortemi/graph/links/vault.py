@@ -35,7 +35,8 @@ title and alias keys once more with the project (``V␟suffix␟poimen␟ownersh
 reference from a project tries that key just before the vault-wide one: the own-project
 preference is then an index probe too (exactly one own match wins; none: the vault-wide
 key decides; several: ambiguous, as several vault-wide matches are). A note of depth *d*
-has at most 4·*d* + 6 vault keys, plus two per alias.
+has at most 4·*d* + 2 vault keys (2·*d* + 3 unless it is a SKILL.md or index.md),
+plus two per alias.
 
 A reference stores its candidates in order and the rank that decided it. When a note gains
 or loses a key, every reference with that key among its candidates *at or before its
