@@ -113,15 +113,18 @@ class SyncVaultFilesPayload:
     restored: int
     unchanged: int
     deleted: int
-    skipped: int = strawberry.field(description="Files not synced (see problems)")
+    skipped: int = strawberry.field(description="Note files not synced (see problems)")
     policies_applied: int
     policies_unchanged: int
-    policies_skipped: int
+    policies_skipped: int = strawberry.field(
+        description="Access files not applied, and policies/default.yaml (never applied)"
+    )
     errors: int = strawberry.field(description="Problems of severity error")
 
     @classmethod
     def from_report(cls, report: SyncReport) -> SyncVaultFilesPayload:
         note, access = FileKind.NOTE, FileKind.ACCESS
+        policy_kinds = (FileKind.ACCESS, FileKind.DEFAULT_POLICY)
         return cls(
             vault=report.vault,
             dry_run=report.dry_run,
@@ -143,11 +146,17 @@ class SyncVaultFilesPayload:
             unchanged=report.count(FileOutcome.UNCHANGED, note),
             deleted=report.count(FileOutcome.DELETED),
             skipped=sum(
-                1 for r in report.results if r.outcome is FileOutcome.SKIPPED and r.kind != access
+                1
+                for r in report.results
+                if r.outcome is FileOutcome.SKIPPED and r.kind not in policy_kinds
             ),
             policies_applied=report.count(FileOutcome.APPLIED),
             policies_unchanged=report.count(FileOutcome.UNCHANGED, access),
-            policies_skipped=report.count(FileOutcome.SKIPPED, access),
+            policies_skipped=sum(
+                1
+                for r in report.results
+                if r.outcome is FileOutcome.SKIPPED and r.kind in policy_kinds
+            ),
             errors=sum(1 for p in report.problems if p.severity == "error"),
         )
 
