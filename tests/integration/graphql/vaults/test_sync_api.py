@@ -4,7 +4,6 @@ describe them, re-syncs that change nothing, pruning, bad files and policy files
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -13,17 +12,12 @@ import pytest
 import yaml
 
 from fortemi.auth.decision import Action, Resource, ResourceType
-from fortemi.auth.local_issuer import LocalIssuer
 from fortemi.auth.policy import AccessDecisionEngine
 from fortemi.auth.principal import Principal
 from fortemi.runtime import Runtime
 from fortemi.wiki.vaults import VaultProblem, scan
-from tests.integration.graphql.conftest import OPEN_POLICY, GraphQLCall, error_codes
-
-VAULTS = Path(__file__).resolve().parents[2] / "data" / "vaults"
-HOMELAB = VAULTS / "homelab" / "vault"
-FOAM = VAULTS / "foam-docs" / "vault"
-SKILLS = ("SKILL-kubernetes-debugging", "SKILL-testing", "SKILL-private-debug")
+from tests.integration.graphql.conftest import GraphQLCall, error_codes
+from tests.integration.graphql.vaults.conftest import FOAM, HOMELAB, SKILLS
 
 SYNC = """
 mutation($i: SyncVaultFilesInput!) {
@@ -94,34 +88,6 @@ def person(sub: str, groups: list[str], roles: list[str], permissions: list[str]
 
 def outcomes(payload: dict[str, Any]) -> dict[str, str]:
     return {r["path"]: r["outcome"] for r in payload["results"]}
-
-
-@pytest.fixture
-def syncer(issuer: LocalIssuer) -> str:
-    """An administrator in every team of the fixture, holding the skill permissions."""
-    return issuer.mint(
-        "vault-bot",
-        groups=["platform-team", "devops-team", "ml-team"],
-        roles=["admin"],
-        permissions=["skill:read", "skill:write"],
-    )
-
-
-@pytest.fixture
-async def homelab_memory(runtime: Runtime, memory: str) -> AsyncIterator[str]:
-    """The test memory, where the fixture's projects and SKILL-testing may be written
-    before the vault's own policies (which state no write action) replace them."""
-    for project in ("poimen", "rust-guide", "ai-infra"):
-        await runtime.policies.put(
-            "project", memory, project, {**OPEN_POLICY, "project": project}, actor="test"
-        )
-    await runtime.policies.put(
-        "skill", None, "SKILL-testing", {**OPEN_POLICY, "skill": "SKILL-testing"}, actor="test"
-    )
-    yield memory
-    # Skill policies are shared by every memory: the ones the sync stored go with the test.
-    for skill in SKILLS:
-        await runtime.policies.delete("skill", None, skill)
 
 
 async def test_homelab_sync_makes_every_note_with_its_path_title_aliases_tags_and_owner(
