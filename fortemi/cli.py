@@ -524,6 +524,16 @@ def _add_schema(commands: Commands) -> None:
     schema.set_defaults(run=_schema)
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value < 86_400:
+        raise argparse.ArgumentTypeError(f"must be more than 0 and less than a day: {text!r}")
+    return value
+
+
 def _add_vault(commands: Commands) -> None:
     vault = commands.add_parser("vault", help="sync a vault folder of markdown to a server")
     vault_commands = vault.add_subparsers(dest="vault_command", required=True)
@@ -543,7 +553,7 @@ def _add_vault(commands: Commands) -> None:
     sync.add_argument("--dry-run", action="store_true", help="report what would change")
     sync.add_argument("--watch", action="store_true", help="keep syncing changes (Ctrl-C stops)")
     sync.add_argument(
-        "--interval", type=float, default=2.0, help="seconds between polls with --watch"
+        "--interval", type=_seconds, default=2.0, help="seconds between polls with --watch"
     )
     sync.add_argument(
         "--batch-files", type=console.positive_int, default=200, help="files per request"
