@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from fortemi.auth.decision import Action, Resource, ResourceType
+from fortemi.auth.local_issuer import LocalIssuer
 from fortemi.auth.policy import AccessDecisionEngine
 from fortemi.auth.principal import Principal
 from fortemi.runtime import Runtime
@@ -335,6 +336,33 @@ async def test_policy_files_are_skipped_for_a_caller_who_may_not_administer_poli
     assert stored is not None
     assert stored.document.get("access_level") == "public"
     assert "actions" in stored.document  # still the test's policy, not the vault's
+
+
+async def test_every_access_decision_of_a_sync_is_in_the_audit_log(
+    gql: GraphQLCall, memory: str, issuer: LocalIssuer
+) -> None:
+    erin = issuer.mint("erin-audited", groups=["data-team"], roles=["editor"])
+    files = [
+        {
+            "path": "projects/p1/_access.yaml",
+            "content": "version: 1\nproject: p1\naccess_level: public\n",
+        },
+        {"path": "projects/p1/a.md", "content": "# A\n"},
+    ]
+    await sync(gql, erin, files=files)
+
+    body = await gql(
+        """{ auditLog(filter: {userId: "erin-audited"}, first: 20)
+             { edges { node { resourceType resourceName action decision reason } } } }""",
+        token=issuer.mint("ivy", roles=["auditor"]),
+    )
+
+    entries = {
+        (n["resourceType"], n["resourceName"], n["action"], n["decision"], n["reason"])
+        for n in (e["node"] for e in body["data"]["auditLog"]["edges"])
+    }
+    assert ("project", "p1", "write", "allow", "access_level_public") in entries
+    assert ("system", None, "admin", "deny", "role_requirement_failed") in entries
 
 
 def _editor_token(runtime: Runtime) -> str:
