@@ -215,7 +215,12 @@ def _front_tags(value: object) -> list[str] | None:
 
 
 def _dedup(values: list[str]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(v.lstrip("#").strip() for v in values if v.lstrip("#").strip()))
+    return tuple(dict.fromkeys(v for v in values if v))
+
+
+def _tag_names(values: list[str]) -> tuple[str, ...]:
+    """Tags as names: a leading ``#`` (``tags: ["#a"]``) is the tag syntax, not the name."""
+    return _dedup([v.lstrip("#").strip() for v in values])
 
 
 def parse_note(
@@ -257,7 +262,7 @@ def parse_note(
         path=path,
         title=title or markdown.heading or stem,
         content=text,
-        tags=_dedup([*front_tags, *markdown.tags]),
+        tags=_tag_names([*front_tags, *markdown.tags]),
         aliases=_dedup(aliases),
         project=owner[0],
         skill=owner[1],

@@ -96,13 +96,15 @@ def test_title_is_front_matter_then_first_h1_then_file_name() -> None:
 
 
 def test_aliases_are_strings_and_metadata_carries_path_vault_aliases_and_flavour() -> None:
-    parsed = note("a/b.md", "---\naliases:\n  - one\n  - 2\n---\nbody\n", flavour="dendron")
+    parsed = note(
+        "a/b.md", "---\naliases:\n  - one\n  - 2\n  - '#3 spot'\n---\nbody\n", flavour="dendron"
+    )
 
-    assert parsed.aliases == ("one", "2")
+    assert parsed.aliases == ("one", "2", "#3 spot")
     assert parsed.metadata == {
         "path": "a/b.md",
         "vault": "v",
-        "aliases": ["one", "2"],
+        "aliases": ["one", "2", "#3 spot"],
         "flavour": "dendron",
     }
     assert "flavour" not in note("a.md", "x").metadata
