@@ -1,5 +1,5 @@
-"""``fortemi serve | worker | token | migrate | audit | schema``: the edge where settings
-are built."""
+"""``fortemi serve | worker | token | migrate | audit | schema | vault``: the edge where
+settings are built."""
 
 from __future__ import annotations
 
@@ -362,6 +362,51 @@ def _timestamp(text: str) -> Any:
     return assume_utc(moment)
 
 
+# -- vault ------------------------------------------------------------------------------------
+
+
+def _vault(args: argparse.Namespace) -> int:
+    import os
+
+    from fortemi.wiki.vaults.client import (
+        SyncOptions,
+        VaultClient,
+        print_summary,
+        progress_bar,
+        stamps,
+        sync_folder,
+        watch_folder,
+    )
+
+    url = os.environ.get("FORTEMI_URL") or _settings().base_url
+    options = SyncOptions.of(
+        Path(args.dir),
+        args.memory,
+        args.name,
+        flavour=args.flavour,
+        dry_run=args.dry_run,
+        batch_files=args.batch_files,
+        batch_bytes=args.batch_bytes,
+        max_file_bytes=args.max_file_bytes,
+    )
+    client = VaultClient(url, os.environ.get("FORTEMI_TOKEN"), args.memory)
+    try:
+        print(f"syncing {options.root} as vault {options.vault!r} to {url}", file=sys.stderr)
+        since = stamps(options.root) if args.watch else {}
+        summary = sync_folder(client, options, progress=progress_bar(sys.stderr))
+        print_summary(summary)
+        if not args.watch:
+            return 1 if summary.errors else 0
+        print(f"watching {options.root} (Ctrl-C stops)", file=sys.stderr, flush=True)
+        try:
+            watch_folder(client, options, since=since, interval=args.interval, report=print_summary)
+        except KeyboardInterrupt:
+            print("stopped", file=sys.stderr)
+        return 0
+    finally:
+        client.close()
+
+
 # -- schema -----------------------------------------------------------------------------------
 
 
@@ -389,7 +434,15 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(
         dest="command", required=True, title="commands", metavar="<command>"
     )
-    for add in (_add_serve, _add_worker, _add_token, _add_migrate, _add_audit, _add_schema):
+    for add in (
+        _add_serve,
+        _add_worker,
+        _add_token,
+        _add_migrate,
+        _add_audit,
+        _add_schema,
+        _add_vault,
+    ):
         add(commands)
     return parser
 
@@ -469,6 +522,52 @@ def _add_schema(commands: Commands) -> None:
     schema = commands.add_parser("schema", help="print the GraphQL SDL")
     schema.add_argument("--output", "-o", help="write to this file instead of stdout")
     schema.set_defaults(run=_schema)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value < 86_400:
+        raise argparse.ArgumentTypeError(f"must be more than 0 and less than a day: {text!r}")
+    return value
+
+
+def _add_vault(commands: Commands) -> None:
+    vault = commands.add_parser("vault", help="sync a vault folder of markdown to a server")
+    vault_commands = vault.add_subparsers(dest="vault_command", required=True)
+    sync = vault_commands.add_parser(
+        "sync",
+        help="send a vault's notes and _access.yaml files (FORTEMI_URL, FORTEMI_TOKEN)",
+        description="Sync a folder of markdown notes (Obsidian, Foam, Dendron) into a memory "
+        "through the server's GraphQL API at FORTEMI_URL (default: the local server), with "
+        "the token in FORTEMI_TOKEN. Exit code 1 when a file had a problem.",
+    )
+    sync.add_argument("dir", help="the vault's root folder")
+    sync.add_argument("--memory", help="the memory to sync into (default: the server's)")
+    sync.add_argument("--name", help="the vault's name (default: the folder's name)")
+    sync.add_argument(
+        "--flavour", choices=["dendron"], help="the vault's dialect (found by dendron.yml)"
+    )
+    sync.add_argument("--dry-run", action="store_true", help="report what would change")
+    sync.add_argument("--watch", action="store_true", help="keep syncing changes (Ctrl-C stops)")
+    sync.add_argument(
+        "--interval", type=_seconds, default=2.0, help="seconds between polls with --watch"
+    )
+    sync.add_argument(
+        "--batch-files", type=console.positive_int, default=200, help="files per request"
+    )
+    sync.add_argument(
+        "--batch-bytes", type=console.positive_int, default=4 << 20, help="bytes per request"
+    )
+    sync.add_argument(
+        "--max-file-bytes",
+        type=console.positive_int,
+        default=1 << 20,
+        help="larger files are reported, not sent (the server's FORTEMI_MAX_NOTE_BYTES)",
+    )
+    vault.set_defaults(run=_vault)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

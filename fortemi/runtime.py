@@ -75,6 +75,7 @@ from fortemi.webhooks.delivery import DeliverySettings, webhook_delivery_type
 from fortemi.webhooks.fanout import WebhookFanout
 from fortemi.webhooks.service import WebhookService
 from fortemi.webhooks.targets import TargetPolicy
+from fortemi.wiki.vaults import VaultService
 from fortemi.workers.broker import build_broker
 from fortemi.workers.dispatch import JobDispatcher
 from fortemi.workers.runtime import RegistryFactory
@@ -308,6 +309,19 @@ def _build_services(parts: _Parts) -> Services:
     # untagNoteConcept); the tagging job does the same through its followups.
     followers: list[NoteIndexer] = [embeddings] if settings.embed_concepts else []
     vocabulary = VocabularyService(db, events=events, followers=followers)
+    notes = NoteService(
+        db,
+        max_note_bytes=settings.max_note_bytes,
+        max_page_size=settings.max_page_size,
+        max_upsert_batch=settings.max_upsert_batch,
+        indexers=[
+            WikiLinkIndexer(events),
+            embeddings,
+            # Path tags (a/b/c) become the note's user concepts in its transaction.
+            PathTagIndexer(vocabulary, events),
+            ConceptTaggingEnqueuer(jobs, wakeups.dispatch_all),
+        ],
+    )
     return Services(
         settings=settings,
         tokens=build_token_validator(settings, _built(parts.http, "http")),
@@ -315,19 +329,8 @@ def _build_services(parts: _Parts) -> Services:
         audit=_built(parts.audit_log, "audit_log"),
         policies=policies,
         memories=_built(parts.memories, "memories"),
-        notes=NoteService(
-            db,
-            max_note_bytes=settings.max_note_bytes,
-            max_page_size=settings.max_page_size,
-            max_upsert_batch=settings.max_upsert_batch,
-            indexers=[
-                WikiLinkIndexer(events),
-                embeddings,
-                # Path tags (a/b/c) become the note's user concepts in its transaction.
-                PathTagIndexer(vocabulary, events),
-                ConceptTaggingEnqueuer(jobs, wakeups.dispatch_all),
-            ],
-        ),
+        notes=notes,
+        vaults=VaultService(notes, policies, max_file_bytes=settings.max_note_bytes),
         links=LinkService(db, max_links=settings.max_list_items),
         search=SearchService(db, backend, concepts=settings.embed_concepts),
         traversal=TraversalService(db, gamma=settings.graph_gamma, concepts=vocabulary),

@@ -47,6 +47,7 @@ from fortemi.graphql.policies import PolicyMutation, PolicyQuery
 from fortemi.graphql.principal import PrincipalQuery
 from fortemi.graphql.search import SearchQuery
 from fortemi.graphql.vault_links import VaultLinkQuery
+from fortemi.graphql.vault_sync import VaultSyncMutation
 from fortemi.graphql.vocabulary import VocabularyMutation, VocabularyQuery
 from fortemi.graphql.webhooks import WebhookMutation, WebhookQuery
 from fortemi.platform.settings import Settings
@@ -82,6 +83,7 @@ Mutation = merge_types(
         PolicyMutation,
         VocabularyMutation,
         MaintenanceMutation,
+        VaultSyncMutation,
     ),
 )
 Subscription = merge_types("Subscription", (EventSubscription, AuditSubscription))

@@ -26,6 +26,7 @@ from fortemi.platform.notes import NoteService
 from fortemi.platform.settings import Settings
 from fortemi.retrieval.search import SearchService
 from fortemi.webhooks.service import WebhookService
+from fortemi.wiki.vaults import VaultService
 
 __all__ = ["JobWakeups", "Services"]
 
@@ -47,6 +48,7 @@ class Services:
     policies: PolicyService
     memories: MemoryService
     notes: NoteService
+    vaults: VaultService
     links: LinkService
     search: SearchService
     traversal: TraversalService

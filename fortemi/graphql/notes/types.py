@@ -25,10 +25,19 @@ __all__ = [
     "UpsertExternalNoteResult",
     "UpsertExternalNotesPayload",
     "UpsertOutcome",
+    "vault_path",
 ]
 
 if TYPE_CHECKING:
     from fortemi.graphql.links import NoteLink
+
+
+def vault_path(note: model.Note) -> str | None:
+    """The note's path in its vault; None for a note that came from no vault."""
+    if not (note.external_source or "").startswith("vault:"):
+        return None
+    path = note.metadata.get("path")
+    return path if isinstance(path, str) else None
 
 
 @strawberry.interface(description="An object with a global id, resolvable through node(id)")
@@ -55,6 +64,9 @@ class Note(Node):
     content_hash: str = strawberry.field(description="blake3 of the current content")
     external_source: str | None
     external_id: str | None
+    path: str | None = strawberry.field(
+        description="Its path in its vault (vault notes: metadata.path), else null"
+    )
     created_at: datetime
     updated_at: datetime
     # The memory the note was read from, when it is not the request's (a search over
@@ -113,6 +125,7 @@ class Note(Node):
             content_hash=note.content_hash,
             external_source=note.external_source,
             external_id=note.external_id,
+            path=vault_path(note),
             created_at=note.created_at,
             updated_at=note.updated_at,
         )

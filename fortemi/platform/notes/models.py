@@ -23,6 +23,10 @@ __all__ = [
     "NoteVersion",
     "NoteVisibility",
     "Page",
+    "SyncAdmission",
+    "SyncOutcome",
+    "SyncPlan",
+    "SyncResult",
     "UpsertOutcome",
     "UpsertResult",
 ]
@@ -241,3 +245,45 @@ class UpsertResult:
     external_id: str
     outcome: UpsertOutcome
     note: Note
+
+
+class SyncOutcome(StrEnum):
+    """What a sync (:meth:`~fortemi.platform.notes.NoteService.sync_external`) did to one
+    note: an item's, or one of the source's notes it pruned."""
+
+    CREATED = "CREATED"
+    UPDATED = "UPDATED"
+    RESTORED = "RESTORED"  # a soft-deleted note of the key, brought back (and updated)
+    UNCHANGED = "UNCHANGED"
+    DELETED = "DELETED"  # soft-deleted: its key was in the pruned range and not sent
+    SKIPPED = "SKIPPED"  # not admitted by the caller's check; nothing written
+
+
+@dataclass(frozen=True, slots=True)
+class SyncPlan:
+    """What a sync would do, decided under its locks, for the caller to admit.
+
+    ``items``: per item, its outcome (CREATED, UPDATED, RESTORED or UNCHANGED), the note
+    as it is (None for CREATED) and the owner it would have after. ``prune``: the live
+    notes of the source in the pruned range that no item names (each would be DELETED).
+    """
+
+    items: list[tuple[str, SyncOutcome, Note | None, Owner]]
+    prune: list[Note]
+
+
+@dataclass(frozen=True, slots=True)
+class SyncAdmission:
+    """The external ids of a :class:`SyncPlan` the caller lets through; the rest are
+    SKIPPED with the caller's reason (by external id)."""
+
+    admitted: frozenset[str]
+    reasons: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    external_id: str
+    outcome: SyncOutcome
+    note: Note | None  # None for a dry run's CREATED, and for a SKIPPED creation
+    reason: str | None = None  # why SKIPPED

@@ -13,6 +13,7 @@ row is stamped with the note's own ``updated_at`` so history and note agree exac
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -157,6 +158,17 @@ _EXTERNAL_OWNERS = Query(
 _FIND_EXTERNAL = NOTE.query("""
 SELECT {columns} FROM note
 WHERE external_source = :source AND external_id = ANY(:external_ids::text[])
+ORDER BY id
+FOR NO KEY UPDATE
+""")
+
+# The live notes of a source whose external id sorts in (:after, :through], bytewise (the
+# order of UTF-8, which is also Python's order of str): what a sync of that range prunes.
+_EXTERNAL_RANGE = NOTE.query("""
+SELECT {columns} FROM note
+WHERE external_source = :source AND deleted_at IS NULL
+  AND (:after::text IS NULL OR external_id COLLATE "C" > :after::text COLLATE "C")
+  AND (:through::text IS NULL OR external_id COLLATE "C" <= :through::text COLLATE "C")
 ORDER BY id
 FOR NO KEY UPDATE
 """)
@@ -387,6 +399,13 @@ class NoteRepository:
         args = _FIND_EXTERNAL.args(source=source, external_ids=list(external_ids))
         rows = await conn.fetch(_FIND_EXTERNAL.sql, *args)
         return {row["external_id"]: NOTE.from_record(row) for row in rows}
+
+    async def external_range(
+        self, conn: Connection, source: str, after: str | None, through: str | None
+    ) -> builtins.list[Note]:
+        """The live notes of ``source`` with an external id in (after, through], locked."""
+        args = _EXTERNAL_RANGE.args(source=source, after=after, through=through)
+        return NOTE.from_records(await conn.fetch(_EXTERNAL_RANGE.sql, *args))
 
     # -- for indexes built from a note's text (retrieval's Embedding job) ------------------
 

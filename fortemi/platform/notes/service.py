@@ -12,7 +12,7 @@ all, so replays and retries are free of side effects.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any, Protocol, runtime_checkable
 from uuid import UUID, uuid4
 
@@ -40,6 +40,10 @@ from fortemi.platform.notes.models import (
     NotePatch,
     NoteVersion,
     Page,
+    SyncAdmission,
+    SyncOutcome,
+    SyncPlan,
+    SyncResult,
     UpsertOutcome,
     UpsertOwners,
     UpsertResult,
@@ -51,6 +55,7 @@ from fortemi.platform.notes.validation import (
     validate_draft,
     validate_external_id,
     validate_filter,
+    validate_label,
     validate_patch,
     validate_text,
 )
@@ -464,6 +469,112 @@ class NoteService:
             for external_id, outcome, note in outcomes
         ]
 
+    async def sync_external(
+        self,
+        memory: str,
+        source: str,
+        items: Sequence[ExternalItem],
+        *,
+        prune: tuple[str | None, str | None] | None,
+        keep: Collection[str] = (),
+        admit: Callable[[SyncPlan], Awaitable[SyncAdmission]],
+        actor: str | None,
+        dry_run: bool = False,
+    ) -> builtins.list[SyncResult]:
+        """Make the notes of ``source`` match ``items`` (changes apply as VERSION), and
+        soft-delete those in the ``prune`` range (after, through] that neither an item nor
+        ``keep`` (keys the source still holds but did not send) names, as
+        one transaction: the way a folder or a wiki mirrors itself into a memory.
+
+        A soft-deleted note whose key comes back is RESTORED: the source holds it again.
+        The plan is made under the batch's locks and handed to ``admit`` (the caller's
+        authorization) before anything is written, so what is admitted is what is
+        written. ``dry_run`` plans, admits and writes nothing. Results: items in order,
+        then the pruned notes; validation as :meth:`upsert_external` (zero items allowed).
+        """
+        if items:
+            source, checked = validate_batch(
+                source,
+                items,
+                max_note_bytes=self._max_note_bytes,
+                max_batch=self._max_upsert_batch,
+            )
+        else:
+            source, checked = validate_label(source, "source") or "", []
+            if not source:
+                raise BadUserInput("source must name where the items come from", field="source")
+        keys = [item.external_id for item in checked]
+        async with self._db.memory_transaction(memory, subject="A note of the batch") as conn:
+            await self._repo.lock_external(conn, source, keys)
+            existing = await self._repo.find_external(conn, source, keys)
+            planned: builtins.list[tuple[str, SyncOutcome, Note | None, Owner]] = []
+            writes: dict[str, tuple[NoteInsert | NoteWrite | None, bool]] = {}
+            for item in checked:
+                current = existing.get(item.external_id)
+                change: NoteInsert | NoteWrite | None
+                if current is None:
+                    insert = _external_insert(source, item, actor)
+                    outcome, change, revive = SyncOutcome.CREATED, insert, False
+                    target = insert.state
+                else:
+                    target = apply_item(state_of(current), item, ChangePolicy.VERSION)
+                    change = _next_write(current, target, actor)
+                    revive = current.deleted
+                    outcome = (
+                        SyncOutcome.RESTORED
+                        if revive
+                        else SyncOutcome.UPDATED
+                        if change
+                        else SyncOutcome.UNCHANGED
+                    )
+                planned.append((item.external_id, outcome, current, (target.project, target.skill)))
+                writes[item.external_id] = (change, revive)
+            named = set(keys) | set(keep)
+            prune_notes: builtins.list[Note] = []
+            if prune is not None:
+                in_range = await self._repo.external_range(conn, source, *prune)
+                prune_notes = [n for n in in_range if n.external_id not in named]
+            admission = await admit(SyncPlan(planned, prune_notes))
+            results: builtins.list[SyncResult] = []
+            reindex: builtins.list[UUID] = []
+            flipped: builtins.list[UUID] = []
+            for key, outcome, current, _ in planned:
+                if key not in admission.admitted:
+                    reason = admission.reasons.get(key, "not admitted")
+                    results.append(SyncResult(key, SyncOutcome.SKIPPED, current, reason))
+                    continue
+                change, revive = writes[key]
+                note: Note | None = current
+                if not dry_run:
+                    if revive and current is not None:
+                        note = await self._repo.restore(conn, current.id, actor)
+                        flipped.append(current.id)
+                    if isinstance(change, NoteInsert):
+                        note = await self._repo.insert(conn, change)
+                        reindex.append(note.id)
+                    elif change is not None:
+                        note = await self._repo.write(conn, change)
+                        if change.new_version:
+                            reindex.append(note.id)
+                results.append(SyncResult(key, outcome, note))
+            for pruned in prune_notes:
+                key = pruned.external_id or ""
+                if key not in admission.admitted:
+                    reason = admission.reasons.get(key, "not admitted")
+                    results.append(SyncResult(key, SyncOutcome.SKIPPED, pruned, reason))
+                    continue
+                gone = pruned if dry_run else await self._repo.soft_delete(conn, pruned.id, actor)
+                if gone is not None and not dry_run:
+                    flipped.append(pruned.id)
+                results.append(SyncResult(key, SyncOutcome.DELETED, gone or pruned))
+            # Deletes and restores move wiki references as a delete or restore call would.
+            pending = [
+                *await self._index(conn, memory, reindex),
+                *await self._states_changed(conn, memory, flipped),
+            ]
+        await self._committed(pending)
+        return results
+
     # -- helpers ---------------------------------------------------------------------------
 
     def _page_size(self, first: int | None) -> int:
@@ -522,10 +633,15 @@ class NoteService:
     ) -> Sequence[Any]:
         """What the indexers that follow deletes make of ``note`` having just been deleted
         or restored (None: nothing changed)."""
-        if note is None:
+        return await self._states_changed(conn, memory, [] if note is None else [note.id])
+
+    async def _states_changed(
+        self, conn: Connection, memory: str, note_ids: Sequence[UUID]
+    ) -> Sequence[Any]:
+        if not note_ids:
             return ()
         return [
-            (indexer, await indexer.state_changed(conn, memory, [note.id]))
+            (indexer, await indexer.state_changed(conn, memory, note_ids))
             for indexer in self._indexers
             if isinstance(indexer, NoteStateIndexer)
         ]
