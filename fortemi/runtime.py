@@ -70,11 +70,14 @@ from fortemi.retrieval.indexing import (
     embedding_spec,
     embedding_tier,
 )
+from fortemi.retrieval.scoped import ScopedRetrieval
 from fortemi.retrieval.search import SearchService
 from fortemi.webhooks.delivery import DeliverySettings, webhook_delivery_type
 from fortemi.webhooks.fanout import WebhookFanout
 from fortemi.webhooks.service import WebhookService
 from fortemi.webhooks.targets import TargetPolicy
+from fortemi.wiki.retrieve.models import PlanSettings
+from fortemi.wiki.retrieve.service import RetrievalPlanner
 from fortemi.workers.broker import build_broker
 from fortemi.workers.dispatch import JobDispatcher
 from fortemi.workers.runtime import RegistryFactory
@@ -90,6 +93,21 @@ T = TypeVar("T")
 def linking_settings(settings: Settings) -> LinkingSettings:
     return LinkingSettings(
         min_score=settings.link_min_score, k_min=settings.link_k_min, k_max=settings.link_k_max
+    )
+
+
+def plan_settings(settings: Settings) -> PlanSettings:
+    """The wiki retrieval plan's settings (``FORTEMI_WIKI_*``)."""
+    return PlanSettings(
+        documents=settings.wiki_documents,
+        top_chunks=settings.wiki_top_chunks,
+        tfidf_weight=settings.wiki_tfidf_weight,
+        semantic_weight=settings.wiki_semantic_weight,
+        metadata_boost=settings.wiki_metadata_boost,
+        min_relevance=settings.wiki_min_relevance,
+        relative_relevance=settings.wiki_relative_relevance,
+        min_lexical_relevance=settings.wiki_min_lexical_relevance,
+        duplicate_jaccard=settings.wiki_duplicate_jaccard,
     )
 
 
@@ -330,6 +348,10 @@ def _build_services(parts: _Parts) -> Services:
         ),
         links=LinkService(db, max_links=settings.max_list_items),
         search=SearchService(db, backend, concepts=settings.embed_concepts),
+        retrieve=RetrievalPlanner(
+            ScopedRetrieval(db, backend, concepts=settings.embed_concepts),
+            plan_settings(settings),
+        ),
         traversal=TraversalService(db, gamma=settings.graph_gamma, concepts=vocabulary),
         maintenance=GraphMaintenance(db, vocabulary, maintenance_settings(settings)),
         jobs=jobs,

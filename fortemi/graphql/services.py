@@ -26,6 +26,7 @@ from fortemi.platform.notes import NoteService
 from fortemi.platform.settings import Settings
 from fortemi.retrieval.search import SearchService
 from fortemi.webhooks.service import WebhookService
+from fortemi.wiki.retrieve.service import RetrievalPlanner
 
 __all__ = ["JobWakeups", "Services"]
 
@@ -49,6 +50,7 @@ class Services:
     notes: NoteService
     links: LinkService
     search: SearchService
+    retrieve: RetrievalPlanner
     traversal: TraversalService
     maintenance: GraphMaintenance
     jobs: JobService
