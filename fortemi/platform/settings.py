@@ -242,7 +242,7 @@ class Settings(BaseSettings):
         description="Least cosine (question to chunk) of a selected chunk",
     )
     wiki_relative_relevance: float = Field(
-        default=0.2,
+        default=0.15,
         ge=0.0,
         le=2.0,
         description="A selected chunk's cosine is at most this far below the best chunk's",

@@ -57,7 +57,7 @@ class ChunkLexical:
     project: str | None
     skill: str | None
     tfidf: float  # sum over the question's lexemes of qtf * (1 + ln tf) * idf in the chunk
-    metadata: float  # sum of qtf * idf of the lexemes in heading, first sentence, key terms
+    metadata: float  # qtf * idf of lexemes in own heading and first sentence; key terms half
     matched: float  # sum of qtf * idf of the lexemes found in the chunk's text or title
 
 
@@ -104,9 +104,11 @@ ORDER BY scored.score DESC, scored.note_id
 LIMIT {limit}
 """
 
-# $1 notes, $2 lexemes, $3 weights. The first sentence is the chunk's text after its
-# heading lines, up to the first sentence end (at most 300 characters); key terms are the
-# note's title, tags and front-matter aliases.
+# $1 notes, $2 lexemes, $3 weights. The metadata match: the question's lexemes in the
+# chunk's own heading (the last part of its heading path) and its first sentence (its
+# text after the heading lines, up to the first sentence end, at most 300 characters),
+# plus half as much for those in the note's key terms (title, tags, front-matter
+# aliases), which every chunk of the note shares.
 _CHUNKS = """
 WITH w AS (
     SELECT lexeme COLLATE "C" AS lexeme, weight
@@ -119,12 +121,13 @@ SELECT c.id, c.note_id, c.ordinal, c.heading, c.text, n.title, n.project, n.skil
                  JOIN w ON w.lexeme = t.lexeme COLLATE "C"), 0) AS tfidf,
        coalesce((SELECT sum(w.weight)
                  FROM unnest(to_tsvector('english', concat_ws(' ',
-                          c.heading,
+                          regexp_replace(c.heading, '^.* > ', ''),
                           substring(left(regexp_replace(c.text, '^(\\s*#[^\\n]*\\n)+', ''), 300)
-                                    from '^[^.!?]*[.!?]?'),
-                          n.title,
-                          array_to_string(n.tags, ' '),
-                          n.metadata ->> 'aliases'))) AS t
+                                    from '^[^.!?]*[.!?]?')))) AS t
+                 JOIN w ON w.lexeme = t.lexeme COLLATE "C"), 0)
+       + 0.5 * coalesce((SELECT sum(w.weight)
+                 FROM unnest(to_tsvector('english', concat_ws(' ',
+                          n.title, array_to_string(n.tags, ' '), n.metadata ->> 'aliases'))) AS t
                  JOIN w ON w.lexeme = t.lexeme COLLATE "C"), 0) AS meta,
        coalesce((SELECT sum(w.weight) FROM w
                  WHERE w.lexeme IN (SELECT t.lexeme COLLATE "C"

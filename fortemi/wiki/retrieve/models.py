@@ -43,7 +43,7 @@ class PlanSettings:
     rrf_k: int = 60
     metadata_boost: float = 1.0
     min_relevance: float = 0.3
-    relative_relevance: float = 0.2
+    relative_relevance: float = 0.15
     min_lexical_relevance: float = 0.5
     duplicate_jaccard: float = 0.7
     shingle_words: int = 3
