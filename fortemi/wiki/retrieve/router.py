@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from fortemi.platform.notes.models import NoteVisibility
-from fortemi.retrieval.scoped import (
+from fortemi.retrieval.service import (
     DocScore,
     NoteScope,
     ScopedRanking,

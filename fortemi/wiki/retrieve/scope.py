@@ -14,7 +14,7 @@ from typing import Protocol
 from uuid import UUID
 
 from fortemi.platform.notes.models import NameSet, NoteVisibility
-from fortemi.retrieval.scoped import NoteScope, ScopedRetrieval
+from fortemi.retrieval.service import NoteScope, ScopedRetrieval
 
 __all__ = ["ProjectAndSharedScope", "ScopeResolver"]
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from fortemi.retrieval.scoped import ScopedChunk
+from fortemi.retrieval.service import ScopedChunk
 from fortemi.wiki.retrieve.models import Candidate, PlanSettings
 
 __all__ = ["candidates", "select", "shingles"]

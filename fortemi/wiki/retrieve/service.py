@@ -26,7 +26,7 @@ from dataclasses import replace
 
 from fortemi.platform.errors import BadUserInput, NotFound
 from fortemi.platform.notes.models import NameSet, NoteVisibility
-from fortemi.retrieval.scoped import NoteScope, ScopedRetrieval
+from fortemi.retrieval.service import NoteScope, ScopedRetrieval
 from fortemi.wiki.retrieve.layout import ApproximateTokens, TokenCounter, lay_out
 from fortemi.wiki.retrieve.models import (
     MAX_QUESTION_CHARS,
