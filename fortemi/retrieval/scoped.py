@@ -102,6 +102,11 @@ class ScopedRetrieval:
         async with self._db.memory_transaction(memory) as conn:
             return frozenset(await self._repo.note_ids(conn, scope.where()))
 
+    async def vaults(self, memory: str, scope: NoteScope) -> list[str]:
+        """The vaults the notes of ``scope`` were synced from, by name."""
+        async with self._db.memory_transaction(memory) as conn:
+            return await self._repo.vaults(conn, scope.where())
+
     async def has_notes(self, memory: str, scope: NoteScope) -> bool:
         async with self._db.memory_transaction(memory) as conn:
             return await self._repo.has_notes(conn, scope.where())

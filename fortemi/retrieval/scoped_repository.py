@@ -240,6 +240,15 @@ class ScopedRepository:
             )
         )
 
+    async def vaults(self, conn: Connection, scope: Where) -> list[str]:
+        """The vaults (external source ``vault:<name>``) the notes of ``scope`` came from."""
+        rows = await conn.fetch(
+            "SELECT DISTINCT substr(external_source, 7) AS vault FROM note "  # noqa: S608
+            f"WHERE external_source LIKE 'vault:%' AND {scope.sql()} ORDER BY 1",
+            *scope.args,
+        )
+        return [row["vault"] for row in rows]
+
     async def note_ids(self, conn: Connection, scope: Where) -> list[UUID]:
         """The live notes matching ``scope`` (no leading values)."""
         rows = await conn.fetch(

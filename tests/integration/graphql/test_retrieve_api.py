@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
+from uuid import UUID
 
 import blake3
 import httpx
@@ -18,11 +19,13 @@ from fortemi.app import create_app
 from fortemi.auth.local_issuer import LocalIssuer
 from fortemi.platform.ids import parse_note_id
 from fortemi.platform.jobs.models import Tier
-from fortemi.platform.notes.models import NoteVisibility
+from fortemi.platform.notes.models import NameSet, NoteVisibility
 from fortemi.retrieval.indexing import Chunking, embedding_job_type
+from fortemi.retrieval.service import ScopedRetrieval
 from fortemi.runtime import Runtime
-from fortemi.wiki.retrieve.models import RetrievalPlan, RetrieveRequest
+from fortemi.wiki.retrieve.models import PlanSettings, RetrievalPlan, RetrieveRequest
 from fortemi.wiki.retrieve.router import SkillGate
+from fortemi.wiki.retrieve.scope import LinkedReach
 from fortemi.wiki.retrieve.service import RetrievalPlanner
 from tests.integration.graphql.conftest import OPEN_POLICY, error_codes
 from tests.integration.retrieval.conftest import run_embedding
@@ -350,3 +353,60 @@ async def test_the_plan_explains_its_candidates_and_how_much_routing_cut(
                               question="What does vLLM's `--gpu-memory-utilization` do?")  # fmt: skip
     assert memory_wide["scope"] == "memory"
     assert memory_wide["chunksInScope"] > plan["chunksInScope"]
+
+
+class _Links:
+    """The link graph's reachable sets as the homelab README lists them (poimen reaches
+    the Kubernetes debugging skill through its kubectl note)."""
+
+    def __init__(self, ids: dict[str, UUID]) -> None:
+        self.ids = ids
+        self.asked: list[tuple[str, str]] = []
+
+    async def reachable(self, memory: str, vault: str, project: str) -> set[UUID]:
+        self.asked.append((vault, project))
+        extra = {"poimen": ["shared/skills/SKILL-kubernetes-debugging/SKILL.md"]}
+        return {
+            note_id
+            for path, note_id in self.ids.items()
+            if path.startswith(f"projects/{project}/") or path in extra.get(project, [])
+        }
+
+
+async def test_a_linked_reach_plugs_into_the_scope_and_its_skills_are_checked(
+    runtime: Runtime, homelab: str
+) -> None:
+    async with runtime.db.memory_transaction(homelab) as conn:
+        rows = await conn.fetch("SELECT id, metadata ->> 'path' AS path FROM note")
+    links = _Links({row["path"]: row["id"] for row in rows})
+    scoped = ScopedRetrieval(runtime.db, runtime.backend)
+    planner = RetrievalPlanner(scoped, PlanSettings(), resolver=LinkedReach(links, scoped))
+    asked: list[list[str]] = []
+
+    def gate(allowed: set[str]) -> SkillGate:
+        async def decide(names: Iterable[str]) -> set[str]:
+            asked.append(sorted(names))
+            return set(names) & allowed
+
+        return decide
+
+    question = RetrieveRequest(
+        question="What is the checklist for debugging a Kubernetes workload?", project="poimen"
+    )
+    everyone = NameSet(frozenset(), only=False)
+    reader = NoteVisibility(memory_notes=True, projects=everyone, skills=everyone)
+    plan = await planner.plan(homelab, reader, question, gate(set()))
+    assert links.asked == [("homelab", "poimen")]  # the vault of the project's notes
+    assert "shared/skills/SKILL-kubernetes-debugging/SKILL.md" in {c.path for c in plan.chunks}
+    assert all(c.project in ("poimen", None) for c in plan.chunks)
+    assert asked == []  # readable skills are never asked about again
+    no_skills = NoteVisibility(memory_notes=True, projects=everyone, skills=NameSet())
+    refused = await planner.plan(homelab, no_skills, question, gate(set()))
+    assert asked == [["SKILL-kubernetes-debugging"]]
+    assert refused.dropped_skills == ["SKILL-kubernetes-debugging"]
+    assert all(c.skill is None for c in refused.chunks)
+    readmitted = await planner.plan(
+        homelab, no_skills, question, gate({"SKILL-kubernetes-debugging"})
+    )
+    assert readmitted.dropped_skills == []
+    assert any(c.skill == "SKILL-kubernetes-debugging" for c in readmitted.chunks)
