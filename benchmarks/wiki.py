@@ -1,6 +1,6 @@
 """Wiki-scoped retrieval plans (``retrieve``) beside plain ``search`` on a labelled vault.
 
-``python -m benchmarks.wiki [--copies N] [--repeat R] [--home DIR]``
+``python -m benchmarks.wiki [--copies N] [--repeat R] [--home DIR] [--keep MEMORY]``
 
 The homelab test vault (tests/data/vaults/homelab) goes into one fresh memory through
 GraphQL ``upsertExternalNotes`` as a vault sync stores it (source ``vault:homelab``,
@@ -23,7 +23,10 @@ transport: authentication, authorization and audit included, no socket):
   project's reach): the same recall and section hit (a hit's chunk is placed in the note
   by its text); it never abstains; its tokens are those of the five chunks;
 
-beside the same plan computed in process (the planner called directly) and TF-IDF
+``--keep NAME`` loads the vault into memory NAME and keeps it, or, when NAME exists
+already (same ``--home``), measures it again without loading.
+
+They are measured beside the same plan computed in process (the planner called directly) and TF-IDF
 routing alone (:meth:`ScopedRetrieval.route`). Latency percentiles are nearest-rank, over
 every question and repetition.
 """
@@ -331,9 +334,12 @@ async def _run(args: argparse.Namespace) -> None:
             )  # fmt: skip
             transport = httpx.ASGITransport(app=create_app(runtime))
             async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
-                memory = f"wiki_{uuid4().hex[:8]}"
+                memory = args.keep or f"wiki_{uuid4().hex[:8]}"
                 started = time.perf_counter()
-                notes = await _load(runtime, client, memory, args.copies, token)
+                if await runtime.memories.exists(memory):
+                    notes = (await runtime.services.search.index_status(memory)).notes
+                else:
+                    notes = await _load(runtime, client, memory, args.copies, token)
                 loaded = time.perf_counter() - started
                 asked = questions()
                 lines = await common_setup(urls, embedded, home)
@@ -347,8 +353,9 @@ async def _run(args: argparse.Namespace) -> None:
                 print_setup("wiki retrieval plans vs search", lines)
                 rows = await _measure(runtime, client, memory, token, asked, args.repeat)
                 _report(rows)
-                await runtime.memories.delete(memory, confirm=memory)
-                await runtime.policies.delete("skill", None, "SKILL-testing")
+                if args.keep is None:
+                    await runtime.memories.delete(memory, confirm=memory)
+                    await runtime.policies.delete("skill", None, "SKILL-testing")
         finally:
             await runtime.close()
 
@@ -358,6 +365,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--copies", type=int, default=1, help="copies of the vault's projects")
     parser.add_argument("--repeat", type=int, default=3, help="times each question is asked")
     parser.add_argument("--home", default=None, help="FORTEMI_HOME to use and keep")
+    parser.add_argument("--keep", default=None, help="memory to load and keep, or to reuse")
     args = parser.parse_args(argv)
     asyncio.run(_run(args))
     return 0

@@ -116,8 +116,9 @@ class ScopedRetrieval:
     ) -> ScopedRanking:
         """The best ``documents`` notes of ``scope`` by TF-IDF, without their chunks."""
         async with self._db.memory_transaction(memory) as conn:
-            weights, docs = await self._repo.term_weights(conn, question, scope.where(question))
-            found = await self._repo.documents(conn, weights, scope.where(None, None), documents)
+            weights, docs, found = await self._repo.route(
+                conn, question, scope.where(question), documents
+            )
         return ScopedRanking(found, docs, weights)
 
     async def chunks(

@@ -61,47 +61,49 @@ class ChunkLexical:
     matched: float  # sum of qtf * idf of the lexemes found in the chunk's text or title
 
 
-# $1 the question; the scope's note condition follows (a sub-select on note alone).
-# N is the number of indexed (live, non-empty) notes in scope; df counts a lexeme's notes
-# in scope, each from lex_posting's primary key (lexeme, note_id): one index range per
-# question lexeme, never a scan of the scope's postings.
-_IDF = """
+# $1 the question; the scope's note condition follows (a sub-select on note alone). One
+# statement, one row: the question's lexemes with their IDF within the scope, the scope's
+# size, and the best notes. N is the number of indexed (live, non-empty) notes in scope;
+# df counts a lexeme's notes in scope from lex_posting's primary key (lexeme, note_id):
+# one index range per question lexeme, never a scan of the scope's postings.
+_ROUTE = """
 WITH terms AS (
     SELECT t.lexeme COLLATE "C" AS lexeme,
            coalesce(array_length(t.positions, 1), 1)::float8 AS qtf
     FROM unnest(to_tsvector('english', $1)) AS t
 ),
 scope AS MATERIALIZED (
-    SELECT id FROM note WHERE {where}
+    SELECT id, project, skill FROM note WHERE {where}
 ),
 n AS (
     SELECT count(*)::float8 AS docs FROM lex_doc d WHERE d.note_id IN (SELECT id FROM scope)
-)
-SELECT terms.lexeme, terms.qtf, n.docs,
-       (SELECT count(*) FROM lex_posting lp
-        WHERE lp.lexeme = terms.lexeme AND lp.note_id IN (SELECT id FROM scope))::float8 AS df
-FROM terms, n
-"""
-
-# $1 lexemes, $2 their weights (qtf * idf); then the scope's note condition.
-_DOCS = """
-WITH w AS (
-    SELECT lexeme COLLATE "C" AS lexeme, weight
-    FROM unnest($1::text[], $2::float8[]) AS w(lexeme, weight)
 ),
-scope AS MATERIALIZED (
-    SELECT id, project, skill FROM note WHERE {where}
+w AS MATERIALIZED (
+    SELECT terms.lexeme, terms.qtf, ln(n.docs / d.df) + 1 AS idf
+    FROM terms, n, LATERAL (
+        SELECT count(*)::float8 AS df FROM lex_posting lp
+        WHERE lp.lexeme = terms.lexeme AND lp.note_id IN (SELECT id FROM scope)
+    ) AS d
+    WHERE d.df > 0
 ),
-scored AS (
-    SELECT lp.note_id, sum(w.weight * (1 + ln(lp.tf))) AS score
+best AS (
+    SELECT lp.note_id, sum(w.qtf * w.idf * (1 + ln(lp.tf))) AS score
     FROM w JOIN lex_posting lp ON lp.lexeme = w.lexeme
     WHERE lp.note_id IN (SELECT id FROM scope)
     GROUP BY lp.note_id
+    ORDER BY score DESC, lp.note_id
+    LIMIT {limit}
 )
-SELECT scored.note_id, scored.score, scope.project, scope.skill
-FROM scored JOIN scope ON scope.id = scored.note_id
-ORDER BY scored.score DESC, scored.note_id
-LIMIT {limit}
+SELECT (SELECT docs FROM n) AS docs,
+       (SELECT array_agg(lexeme::text ORDER BY lexeme) FROM w) AS lexemes,
+       (SELECT array_agg(qtf ORDER BY lexeme) FROM w) AS qtfs,
+       (SELECT array_agg(idf ORDER BY lexeme) FROM w) AS idfs,
+       (SELECT array_agg(best.note_id ORDER BY best.score DESC, best.note_id) FROM best) AS ids,
+       (SELECT array_agg(best.score ORDER BY best.score DESC, best.note_id) FROM best) AS scores,
+       (SELECT array_agg(scope.project ORDER BY best.score DESC, best.note_id)
+        FROM best JOIN scope ON scope.id = best.note_id) AS projects,
+       (SELECT array_agg(scope.skill ORDER BY best.score DESC, best.note_id)
+        FROM best JOIN scope ON scope.id = best.note_id) AS skills
 """
 
 # $1 notes, $2 lexemes, $3 weights. The metadata match: the question's lexemes in the
@@ -140,36 +142,30 @@ ORDER BY c.note_id, c.ordinal
 
 
 class ScopedRepository:
-    async def term_weights(
-        self, conn: Connection, question: str, scope: Where
-    ) -> tuple[list[TermWeight], int]:
+    async def route(
+        self, conn: Connection, question: str, scope: Where, limit: int
+    ) -> tuple[list[TermWeight], int, list[DocScore]]:
         """The question's lexemes (``to_tsvector('english', ...)``, as the index) with
-        their IDF within ``scope`` (built with the question as its leading value), and the
-        number of indexed notes in scope. IDF is ``ln(N / df) + 1`` (natural log); a
-        lexeme no note in scope holds gets none (it cannot match)."""
-        rows = await conn.fetch(_IDF.format(where=scope.sql()), *scope.args)
-        docs = int(rows[0]["docs"]) if rows else 0
+        their IDF within ``scope`` (built with the question as its leading value), the
+        number of indexed notes in scope, and its best ``limit`` notes by TF-IDF, best
+        first. IDF is ``ln(N / df) + 1`` (natural log); a lexeme no note in scope holds
+        gets none (it cannot match). A note scores the sum over the question's lexemes of
+        ``qtf * idf * (1 + ln tf)``."""
+        row = await conn.fetchrow(_ROUTE.format(where=scope.sql(), limit=int(limit)), *scope.args)
+        if row is None:
+            raise RuntimeError("an aggregate returned no row")
         weights = [
-            TermWeight(row["lexeme"], float(row["qtf"]), float(np.log(docs / row["df"]) + 1.0))
-            for row in rows
-            if row["df"] > 0
+            TermWeight(lexeme, float(qtf), float(idf))
+            for lexeme, qtf, idf in zip(
+                row["lexemes"] or (), row["qtfs"] or (), row["idfs"] or (), strict=True
+            )
         ]
-        return weights, docs
-
-    async def documents(
-        self, conn: Connection, weights: Sequence[TermWeight], scope: Where, limit: int
-    ) -> list[DocScore]:
-        """The best ``limit`` notes in ``scope`` (built with two leading values) by TF-IDF,
-        best first: the sum over the question's lexemes of ``qtf * idf * (1 + ln tf)``."""
-        if not weights:
-            return []
-        sql = _DOCS.format(where=scope.sql(), limit=int(limit))
-        args = [[w.lexeme for w in weights], [w.qtf * w.idf for w in weights], *scope.args[2:]]
-        rows = await conn.fetch(sql, *args)
-        return [
-            DocScore(row["note_id"], float(row["score"]), row["project"], row["skill"])
-            for row in rows
+        columns = [row[name] or () for name in ("ids", "scores", "projects", "skills")]
+        docs = [
+            DocScore(note_id, float(score), project, skill)
+            for note_id, score, project, skill in zip(*columns, strict=True)
         ]
+        return weights, int(row["docs"]), docs
 
     async def chunks(
         self, conn: Connection, notes: Sequence[UUID], weights: Sequence[TermWeight]
