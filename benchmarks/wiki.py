@@ -1,18 +1,21 @@
 """Wiki-scoped retrieval plans (``retrieve``) beside plain ``search`` on a labelled vault.
 
-``python -m benchmarks.wiki [--copies N] [--repeat R] [--home DIR] [--keep MEMORY]``
+``python -m benchmarks.wiki [--vault DIR --questions FILE] [--copies N] [--repeat R]
+[--home DIR] [--keep MEMORY]``
 
-The homelab test vault (tests/data/vaults/homelab) goes into one fresh memory through
-GraphQL ``upsertExternalNotes`` as a vault sync stores it (source ``vault:homelab``,
+A vault (default: the homelab test vault, tests/data/vaults/homelab, with its labelled
+questions; ``--vault ../shared/corpora/foam-docs --questions
+benchmarks/data/foam-docs-questions.yaml`` for a real one) goes into one fresh memory
+through GraphQL ``upsertExternalNotes`` as a vault sync stores it (source ``vault:<name>``,
 ``metadata.path``, project or skill from the path); ``--copies N`` adds N - 1 copies of
 its projects and shared concepts under other project names (``poimen-2``, ...), to see
 routing and the pre-filter at a larger scale (92 copies: about 1,000 notes). Every note
 is chunked and embedded in this process by the ``Embedding`` job's own handler with the
 local model, before anything is measured.
 
-Then every question of tests/data/vaults/homelab/questions.yaml (asked in the first
-copy) goes, ``--repeat`` times, through GraphQL in process (the whole app over an ASGI
-transport: authentication, authorization and audit included, no socket):
+Then every labelled question (asked in the first copy) goes, ``--repeat`` times, through
+GraphQL in process (the whole app over an ASGI transport: authentication, authorization
+and audit included, no socket):
 
 * ``retrieve`` (token budget 4096): note recall@5 (the expected note among the notes of
   the five best selected chunks by score), section hit@5 (one of those chunks under the
@@ -65,7 +68,7 @@ from fortemi.retrieval.scoped import NoteScope, ScopedRetrieval
 from fortemi.runtime import Runtime
 from fortemi.wiki.retrieve.layout import ApproximateTokens
 from fortemi.wiki.retrieve.models import RetrieveRequest
-from tests.support.homelab import HOMELAB, Question, questions, vault_items
+from tests.support.homelab import HOMELAB, QUESTIONS, Question, questions, vault_items
 
 __all__ = ["main"]
 
@@ -97,11 +100,11 @@ class Row:
     cut: list[float] = field(default_factory=list)
 
 
-def _copies(count: int) -> list[dict[str, Any]]:
-    """The vault's items, and ``count - 1`` copies of its projects and shared concepts."""
-    items = vault_items()
+def _copies(root: Path, name: str, count: int) -> list[dict[str, Any]]:
+    """The vault's items, and ``count - 1`` copies of its projects and shared notes."""
+    items = vault_items(root, name)
     for n in range(2, count + 1):
-        for item in vault_items():
+        for item in vault_items(root, name):
             path: str = item["externalId"]
             if item["skill"] is not None:
                 continue
@@ -170,20 +173,25 @@ async def _embed(runtime: Runtime, memory: str, notes: Sequence[UUID]) -> None:
 
 
 async def _load(
-    runtime: Runtime, client: httpx.AsyncClient, memory: str, copies: int, token: str
+    runtime: Runtime,
+    client: httpx.AsyncClient,
+    memory: str,
+    vault: tuple[Path, str, int],
+    token: str,
 ) -> int:
+    root, name, copies = vault
     await runtime.memories.create(memory, created_by="bench")
     store = runtime.policies
     await store.put("memory", memory, memory, {**OPEN, "memory": memory}, actor="bench")
     await store.put("skill", None, "SKILL-testing", {**OPEN, "skill": "SKILL-testing"}, actor="b")
-    items = _copies(copies)
+    items = _copies(root, name, copies)
     for project in sorted({i["project"] for i in items if i["project"]} - {"poimen"}):
         await store.put("project", memory, project, {**OPEN, "project": project}, actor="bench")
     ids: list[UUID] = []
     for start in range(0, len(items), 200):
         body = await _post(
             client, token, memory, UPSERT,
-            {"i": {"source": "vault:homelab", "items": items[start : start + 200]}},
+            {"i": {"source": f"vault:{name}", "items": items[start : start + 200]}},
         )  # fmt: skip
         ids += [parse_note_id(r["note"]["id"]) for r in body["upsertExternalNotes"]["results"]]
     await _embed(runtime, memory, ids)
@@ -212,9 +220,10 @@ async def _measure(
     token: str,
     asked: list[Question],
     repeat: int,
+    root: Path,
 ) -> list[Row]:
-    contents = {item["externalId"]: item["content"] for item in vault_items()}
-    sections = _sections(HOMELAB / "vault")
+    contents = {item["externalId"]: item["content"] for item in vault_items(root)}
+    sections = _sections(root)
     counter = ApproximateTokens()
     plan, search, inproc, routing = (
         Row("retrieve (GraphQL)"),
@@ -321,7 +330,7 @@ def _report(rows: list[Row]) -> None:
     print(table(["run", "n", "p50 ms", "p95 ms", "tookMs p50", "tookMs p95"], timing, "lrrrrr"))
 
 
-async def _run(args: argparse.Namespace) -> None:
+async def _run(args: argparse.Namespace, root: Path) -> None:
     with bench_home(args.home) as home, backing_services(home) as (urls, embedded):
         settings = bench_settings(home, 8000)  # nothing is served: the port is never bound
         runtime = await Runtime.open(settings, urls)
@@ -339,19 +348,20 @@ async def _run(args: argparse.Namespace) -> None:
                 if await runtime.memories.exists(memory):
                     notes = (await runtime.services.search.index_status(memory)).notes
                 else:
-                    notes = await _load(runtime, client, memory, args.copies, token)
+                    vault = (root, args.name or root.name, args.copies)
+                    notes = await _load(runtime, client, memory, vault, token)
                 loaded = time.perf_counter() - started
-                asked = questions()
+                asked = questions(Path(args.questions))
                 lines = await common_setup(urls, embedded, home)
                 lines += [
-                    ("vault", f"homelab x {args.copies}: {notes} notes, loaded and embedded in "
+                    ("vault", f"{root} x {args.copies}: {notes} notes, loaded and embedded in "
                               f"{loaded:.1f} s (local model, in process)"),
                     ("questions", f"{len(asked)} ({sum(q.note is None for q in asked)} "
                                   f"unanswerable) x {args.repeat}"),
                     ("client", "httpx over ASGI in process (no socket), one request at a time"),
                 ]  # fmt: skip
                 print_setup("wiki retrieval plans vs search", lines)
-                rows = await _measure(runtime, client, memory, token, asked, args.repeat)
+                rows = await _measure(runtime, client, memory, token, asked, args.repeat, root)
                 _report(rows)
                 if args.keep is None:
                     await runtime.memories.delete(memory, confirm=memory)
@@ -362,12 +372,15 @@ async def _run(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.wiki", description=__doc__)
+    parser.add_argument("--vault", default=str(HOMELAB / "vault"), help="the vault's folder")
+    parser.add_argument("--name", default=None, help="the vault's name (default: folder)")
+    parser.add_argument("--questions", default=str(QUESTIONS), help="labelled questions")
     parser.add_argument("--copies", type=int, default=1, help="copies of the vault's projects")
     parser.add_argument("--repeat", type=int, default=3, help="times each question is asked")
     parser.add_argument("--home", default=None, help="FORTEMI_HOME to use and keep")
     parser.add_argument("--keep", default=None, help="memory to load and keep, or to reuse")
     args = parser.parse_args(argv)
-    asyncio.run(_run(args))
+    asyncio.run(_run(args, Path(args.vault).resolve()))
     return 0
 
 
