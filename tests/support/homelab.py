@@ -37,12 +37,24 @@ def _front_matter(text: str) -> tuple[dict[str, Any], str]:
     return {}, text
 
 
+def _words(value: object, *, split: bool = True) -> list[str]:
+    """A front-matter list, also when written as one string (tags: comma- or
+    space-separated; an alias: one alias)."""
+    if isinstance(value, str):
+        return [w for w in value.replace(",", " ").split() if w] if split else [value]
+    if isinstance(value, list):
+        return [str(word) for word in value if word is not None]
+    return []
+
+
 def vault_items(root: Path = HOMELAB / "vault", vault: str = "homelab") -> list[dict[str, Any]]:
     """One ``upsertExternalNotes`` item per markdown file of ``root``."""
     items = []
     for file in sorted(root.rglob("*.md")):
         path = file.relative_to(root).as_posix()
         meta, body = _front_matter(file.read_text(encoding="utf-8"))
+        if not isinstance(meta, dict):
+            meta = {}
         heading = next(
             (line[2:].strip() for line in body.splitlines() if line.startswith("# ")), None
         )
@@ -52,11 +64,15 @@ def vault_items(root: Path = HOMELAB / "vault", vault: str = "homelab") -> list[
         items.append(
             {
                 "externalId": path,
-                "title": meta.get("title") or heading or file.stem,
+                "title": str(meta.get("title") or heading or file.stem),
                 "content": body,
                 "format": "markdown",
-                "metadata": {"path": path, "vault": vault, "aliases": meta.get("aliases", [])},
-                "tags": [str(tag) for tag in meta.get("tags", [])],
+                "metadata": {
+                    "path": path,
+                    "vault": vault,
+                    "aliases": _words(meta.get("aliases"), split=False),
+                },
+                "tags": _words(meta.get("tags")),
                 "project": project,
                 "skill": skill,
             }
