@@ -58,7 +58,7 @@ class ChunkLexical:
     skill: str | None
     tfidf: float  # sum over the question's lexemes of qtf * (1 + ln tf) * idf in the chunk
     metadata: float  # qtf * idf of lexemes in own heading and first sentence; key terms half
-    matched: float  # sum of qtf * idf of the lexemes found in the chunk's text or title
+    matched: float  # qtf * idf of the lexemes in the chunk's text or the note's key terms
 
 
 # $1 the question; the scope's note condition follows (a sub-select on note alone). One
@@ -119,23 +119,27 @@ WITH w AS (
 SELECT c.id, c.note_id, c.ordinal, c.heading, c.text, n.title, n.project, n.skill,
        n.metadata ->> 'path' AS path,
        coalesce((SELECT sum(w.weight * (1 + ln(coalesce(array_length(t.positions, 1), 1))))
-                 FROM unnest(to_tsvector('english', c.text)) AS t
-                 JOIN w ON w.lexeme = t.lexeme COLLATE "C"), 0) AS tfidf,
+                 FROM unnest(v.text) AS t JOIN w ON w.lexeme = t.lexeme COLLATE "C"), 0)
+           AS tfidf,
        coalesce((SELECT sum(w.weight)
-                 FROM unnest(to_tsvector('english', concat_ws(' ',
-                          regexp_replace(c.heading, '^.* > ', ''),
-                          substring(left(regexp_replace(c.text, '^(\\s*#[^\\n]*\\n)+', ''), 300)
-                                    from '^[^.!?]*[.!?]?')))) AS t
-                 JOIN w ON w.lexeme = t.lexeme COLLATE "C"), 0)
+                 FROM unnest(v.lead) AS t JOIN w ON w.lexeme = t.lexeme COLLATE "C"), 0)
        + 0.5 * coalesce((SELECT sum(w.weight)
-                 FROM unnest(to_tsvector('english', concat_ws(' ',
-                          n.title, array_to_string(n.tags, ' '), n.metadata ->> 'aliases'))) AS t
-                 JOIN w ON w.lexeme = t.lexeme COLLATE "C"), 0) AS meta,
+                 FROM unnest(v.keys) AS t JOIN w ON w.lexeme = t.lexeme COLLATE "C"), 0)
+           AS meta,
        coalesce((SELECT sum(w.weight) FROM w
                  WHERE w.lexeme IN (SELECT t.lexeme COLLATE "C"
-                                    FROM unnest(to_tsvector('english',
-                                         concat_ws(' ', n.title, c.text))) AS t)), 0) AS matched
-FROM chunk c JOIN note n ON n.id = c.note_id
+                                    FROM unnest(v.text || v.keys) AS t)), 0) AS matched
+FROM chunk c
+JOIN note n ON n.id = c.note_id,
+LATERAL (
+    SELECT to_tsvector('english', c.text) AS text,
+           to_tsvector('english', concat_ws(' ',
+               regexp_replace(c.heading, '^.* > ', ''),
+               substring(left(regexp_replace(c.text, '^(\\s*#[^\\n]*\\n)+', ''), 300)
+                         from '^[^.!?]*[.!?]?'))) AS lead,
+           to_tsvector('english', concat_ws(' ',
+               n.title, array_to_string(n.tags, ' '), n.metadata ->> 'aliases')) AS keys
+) AS v
 WHERE c.note_id = ANY($1::uuid[]) AND n.deleted_at IS NULL
 ORDER BY c.note_id, c.ordinal
 """
