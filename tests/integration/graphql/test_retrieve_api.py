@@ -410,3 +410,19 @@ async def test_a_linked_reach_plugs_into_the_scope_and_its_skills_are_checked(
     )
     assert readmitted.dropped_skills == []
     assert any(c.skill == "SKILL-kubernetes-debugging" for c in readmitted.chunks)
+
+
+async def test_a_named_vault_scopes_the_plan_to_its_notes(
+    client: httpx.AsyncClient, homelab: str, issuer: LocalIssuer
+) -> None:
+    _, charlie = _user(issuer, "charlie")
+    question = "How do I open Grafana's web UI from my laptop when it has no Ingress?"
+    inside = await _plan(client, homelab, charlie, question=question, project="poimen",
+                         vault="homelab")  # fmt: skip
+    assert _best(inside)["note"]["path"] == "projects/poimen/tools/kubectl.md"
+    assert "vault 'homelab'" in inside["strategy"]
+    elsewhere = await _ask(client, homelab, charlie, question=question, project="poimen",
+                           vault="another")  # fmt: skip
+    assert error_codes(elsewhere) == ["NOT_FOUND"]
+    nothing = await _plan(client, homelab, charlie, question=question, vault="another")
+    assert (nothing["abstained"], nothing["reason"]) == (True, "no_matching_notes")
