@@ -106,7 +106,8 @@ SELECT (SELECT docs FROM n) AS docs,
         FROM best JOIN scope ON scope.id = best.note_id) AS skills
 """
 
-# $1 notes, $2 lexemes, $3 weights. The metadata match: the question's lexemes in the
+# $1 notes, $2 lexemes, $3 weights. A chunk's words are its stored ``lex`` (migration
+# 0008), analysed once when the chunk was written. The metadata match: the question's lexemes in the
 # chunk's own heading (the last part of its heading path) and its first sentence (its
 # text after the heading lines, up to the first sentence end, at most 300 characters),
 # plus half as much for those in the note's key terms (title, tags, front-matter
@@ -115,32 +116,35 @@ _CHUNKS = """
 WITH w AS (
     SELECT lexeme COLLATE "C" AS lexeme, weight
     FROM unnest($2::text[], $3::float8[]) AS w(lexeme, weight)
+),
+n AS MATERIALIZED (
+    SELECT id, title, project, skill, metadata ->> 'path' AS path,
+           to_tsvector('english', concat_ws(' ',
+               title, array_to_string(tags, ' '), metadata ->> 'aliases')) AS keys
+    FROM note WHERE id = ANY($1::uuid[]) AND deleted_at IS NULL
 )
-SELECT c.id, c.note_id, c.ordinal, c.heading, c.text, n.title, n.project, n.skill,
-       n.metadata ->> 'path' AS path,
+SELECT c.id, c.note_id, c.ordinal, c.heading, c.text, n.title, n.project, n.skill, n.path,
        coalesce((SELECT sum(w.weight * (1 + ln(coalesce(array_length(t.positions, 1), 1))))
-                 FROM unnest(v.text) AS t JOIN w ON w.lexeme = t.lexeme COLLATE "C"), 0)
+                 FROM unnest(c.lex) AS t JOIN w ON w.lexeme = t.lexeme COLLATE "C"), 0)
            AS tfidf,
        coalesce((SELECT sum(w.weight)
                  FROM unnest(v.lead) AS t JOIN w ON w.lexeme = t.lexeme COLLATE "C"), 0)
        + 0.5 * coalesce((SELECT sum(w.weight)
-                 FROM unnest(v.keys) AS t JOIN w ON w.lexeme = t.lexeme COLLATE "C"), 0)
+                 FROM unnest(n.keys) AS t JOIN w ON w.lexeme = t.lexeme COLLATE "C"), 0)
            AS meta,
        coalesce((SELECT sum(w.weight) FROM w
                  WHERE w.lexeme IN (SELECT t.lexeme COLLATE "C"
-                                    FROM unnest(v.text || v.keys) AS t)), 0) AS matched
+                                    FROM unnest(c.lex || n.keys) AS t)), 0) AS matched
 FROM chunk c
-JOIN note n ON n.id = c.note_id,
+JOIN n ON n.id = c.note_id,
 LATERAL (
-    SELECT to_tsvector('english', c.text) AS text,
-           to_tsvector('english', concat_ws(' ',
+    SELECT to_tsvector('english', concat_ws(' ',
                regexp_replace(c.heading, '^.* > ', ''),
                substring(left(regexp_replace(c.text, '^(\\s*#[^\\n]*\\n)+', ''), 300)
-                         from '^[^.!?]*[.!?]?'))) AS lead,
-           to_tsvector('english', concat_ws(' ',
-               n.title, array_to_string(n.tags, ' '), n.metadata ->> 'aliases')) AS keys
+                         from '^[^.!?]*[.!?]?'))) AS lead
+    OFFSET 0  -- evaluated once per chunk, not once per use
 ) AS v
-WHERE c.note_id = ANY($1::uuid[]) AND n.deleted_at IS NULL
+WHERE c.note_id = ANY($1::uuid[])
 ORDER BY c.note_id, c.ordinal
 """
 
