@@ -29,9 +29,10 @@ and audit included, no socket):
 ``--keep NAME`` loads the vault into memory NAME and keeps it, or, when NAME exists
 already (same ``--home``), measures it again without loading.
 
-They are measured beside the same plan computed in process (the planner called directly) and TF-IDF
-routing alone (:meth:`ScopedRetrieval.route`). Latency percentiles are nearest-rank, over
-every question and repetition.
+They are measured beside the same plan computed in process (the planner called
+directly) and TF-IDF routing alone (:meth:`ScopedRetrieval.route` within the question's
+project scope, as the plan routes). Latency percentiles are nearest-rank, over every
+question and repetition.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ from fortemi.retrieval.scoped import NoteScope, ScopedRetrieval
 from fortemi.runtime import Runtime
 from fortemi.wiki.retrieve.layout import ApproximateTokens
 from fortemi.wiki.retrieve.models import RetrieveRequest
+from fortemi.wiki.retrieve.scope import ProjectAndSharedScope
 from tests.support.homelab import HOMELAB, QUESTIONS, Question, questions, vault_items
 
 __all__ = ["main"]
@@ -237,6 +239,9 @@ async def _measure(
     everything = NameSet(frozenset(), only=False)
     scope = NoteVisibility(memory_notes=True, projects=everything, skills=everything)
 
+    seam = ProjectAndSharedScope(scoped)
+    reaches: dict[str, frozenset[UUID]] = {}
+
     async def allow(names: Any) -> set[str]:
         return set(names)
 
@@ -289,8 +294,14 @@ async def _measure(
             )
             inproc.latency.append(time.perf_counter() - started)
 
+            # Routing as the plan routes: within the project's scope (the default seam's
+            # notes, found beforehand), else the memory's.
+            reach = None if q.project is None else reaches.get(q.project)
+            if q.project is not None and reach is None:
+                reach = frozenset(await seam.reachable(memory, None, q.project))
+                reaches[q.project] = reach
             started = time.perf_counter()
-            await scoped.route(memory, q.question, NoteScope(scope), documents=20)
+            await scoped.route(memory, q.question, NoteScope(scope, None, reach), documents=20)
             routing.latency.append(time.perf_counter() - started)
     return [plan, search, inproc, routing]
 
