@@ -70,11 +70,15 @@ from fortemi.retrieval.indexing import (
     embedding_spec,
     embedding_tier,
 )
+from fortemi.retrieval.scoped import ScopedRetrieval
 from fortemi.retrieval.search import SearchService
 from fortemi.webhooks.delivery import DeliverySettings, webhook_delivery_type
 from fortemi.webhooks.fanout import WebhookFanout
 from fortemi.webhooks.service import WebhookService
 from fortemi.webhooks.targets import TargetPolicy
+from fortemi.wiki.retrieve.models import PlanSettings
+from fortemi.wiki.retrieve.scope import LinkedReach
+from fortemi.wiki.retrieve.service import RetrievalPlanner
 from fortemi.wiki.vaults import VaultService
 from fortemi.workers.broker import build_broker
 from fortemi.workers.dispatch import JobDispatcher
@@ -91,6 +95,21 @@ T = TypeVar("T")
 def linking_settings(settings: Settings) -> LinkingSettings:
     return LinkingSettings(
         min_score=settings.link_min_score, k_min=settings.link_k_min, k_max=settings.link_k_max
+    )
+
+
+def plan_settings(settings: Settings) -> PlanSettings:
+    """The wiki retrieval plan's settings (``FORTEMI_WIKI_*``)."""
+    return PlanSettings(
+        documents=settings.wiki_documents,
+        top_chunks=settings.wiki_top_chunks,
+        tfidf_weight=settings.wiki_tfidf_weight,
+        semantic_weight=settings.wiki_semantic_weight,
+        metadata_boost=settings.wiki_metadata_boost,
+        min_relevance=settings.wiki_min_relevance,
+        relative_relevance=settings.wiki_relative_relevance,
+        min_lexical_relevance=settings.wiki_min_lexical_relevance,
+        duplicate_jaccard=settings.wiki_duplicate_jaccard,
     )
 
 
@@ -322,6 +341,8 @@ def _build_services(parts: _Parts) -> Services:
             ConceptTaggingEnqueuer(jobs, wakeups.dispatch_all),
         ],
     )
+    links = LinkService(db, max_links=settings.max_list_items)
+    scoped = ScopedRetrieval(db, backend, concepts=settings.embed_concepts)
     return Services(
         settings=settings,
         tokens=build_token_validator(settings, _built(parts.http, "http")),
@@ -331,8 +352,15 @@ def _build_services(parts: _Parts) -> Services:
         memories=_built(parts.memories, "memories"),
         notes=notes,
         vaults=VaultService(notes, policies, max_file_bytes=settings.max_note_bytes),
-        links=LinkService(db, max_links=settings.max_list_items),
+        links=links,
         search=SearchService(db, backend, concepts=settings.embed_concepts),
+        retrieve=RetrievalPlanner(
+            scoped,
+            plan_settings(settings),
+            # A project's scope is its wiki graph: its notes and the shared notes its links
+            # reach through shared notes only.
+            resolver=LinkedReach(links, scoped),
+        ),
         traversal=TraversalService(db, gamma=settings.graph_gamma, concepts=vocabulary),
         maintenance=GraphMaintenance(db, vocabulary, maintenance_settings(settings)),
         jobs=jobs,

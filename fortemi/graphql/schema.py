@@ -45,6 +45,7 @@ from fortemi.graphql.notes import NoteMutation, NoteQuery
 from fortemi.graphql.notes.types import Note
 from fortemi.graphql.policies import PolicyMutation, PolicyQuery
 from fortemi.graphql.principal import PrincipalQuery
+from fortemi.graphql.retrieve import RetrieveQuery
 from fortemi.graphql.search import SearchQuery
 from fortemi.graphql.vault_links import VaultLinkQuery
 from fortemi.graphql.vault_sync import VaultSyncMutation
@@ -62,6 +63,7 @@ Query = merge_types(
         NoteQuery,
         LinkQuery,
         SearchQuery,
+        RetrieveQuery,
         GraphQuery,
         JobQuery,
         WebhookQuery,

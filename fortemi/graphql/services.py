@@ -26,6 +26,7 @@ from fortemi.platform.notes import NoteService
 from fortemi.platform.settings import Settings
 from fortemi.retrieval.search import SearchService
 from fortemi.webhooks.service import WebhookService
+from fortemi.wiki.retrieve.service import RetrievalPlanner
 from fortemi.wiki.vaults import VaultService
 
 __all__ = ["JobWakeups", "Services"]
@@ -51,6 +52,7 @@ class Services:
     vaults: VaultService
     links: LinkService
     search: SearchService
+    retrieve: RetrievalPlanner
     traversal: TraversalService
     maintenance: GraphMaintenance
     jobs: JobService

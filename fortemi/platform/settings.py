@@ -216,6 +216,50 @@ class Settings(BaseSettings):
         default=100, ge=0, le=5000, description="Characters repeated when a paragraph is split"
     )
 
+    # -- wiki retrieval plans (see fortemi/wiki/retrieve) ---------------------------------
+    wiki_documents: int = Field(
+        default=20, ge=1, le=200, description="Notes TF-IDF routing keeps per question"
+    )
+    wiki_top_chunks: int = Field(
+        default=10, ge=1, le=100, description="Most chunks a plan selects before the budget"
+    )
+    wiki_tfidf_weight: float = Field(
+        default=0.4, ge=0.0, le=1.0, description="TF-IDF leg's weight in the chunks' RRF"
+    )
+    wiki_semantic_weight: float = Field(
+        default=0.6, ge=0.0, le=1.0, description="Semantic leg's weight in the chunks' RRF"
+    )
+    wiki_metadata_boost: float = Field(
+        default=1.0,
+        ge=0.0,
+        le=10.0,
+        description="Weight of a chunk's heading, first sentence and key terms matching",
+    )
+    wiki_min_relevance: float = Field(
+        default=0.3,
+        ge=-1.0,
+        le=1.0,
+        description="Least cosine (question to chunk) of a selected chunk",
+    )
+    wiki_relative_relevance: float = Field(
+        default=0.15,
+        ge=0.0,
+        le=2.0,
+        description="A selected chunk's cosine is at most this far below the best chunk's",
+    )
+    wiki_min_lexical_relevance: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="Without vectors: least share of the question's IDF weight in a chunk",
+    )
+    wiki_duplicate_jaccard: float = Field(
+        default=0.7,
+        gt=0.0,
+        le=1.0,
+        description="Jaccard of 3-word shingles at which a chunk is a near-duplicate",
+    )
+
     # -- concept tagging (see fortemi/graph/tagging) --------------------------------------
     tagging_label_similarity: float = Field(
         default=0.35,

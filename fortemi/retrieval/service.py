@@ -4,6 +4,9 @@ The graph builds a note's vector from the note's chunk vectors (automatic linkin
 chunks, their vectors and the embedding sets are retrieval's, so the graph asks here
 rather than reading ``chunk_embedding`` or ``embedding_set`` itself. Each call runs in
 one memory transaction of its own.
+
+The wiki's retrieval plans ask :class:`~fortemi.retrieval.scoped.ScopedRetrieval` (TF-IDF
+routing within a set of notes, the routed notes' chunks and their scores), offered here.
 """
 
 from __future__ import annotations
@@ -16,8 +19,25 @@ import numpy.typing as npt
 
 from fortemi.platform.database import Database
 from fortemi.retrieval.repository import RetrievalRepository
+from fortemi.retrieval.scoped import (
+    DocScore,
+    NoteScope,
+    ScopedChunk,
+    ScopedRanking,
+    ScopedRetrieval,
+    with_all_skills,
+)
 
-__all__ = ["ChunkVectorService", "NoteChunkVectors"]
+__all__ = [
+    "ChunkVectorService",
+    "DocScore",
+    "NoteChunkVectors",
+    "NoteScope",
+    "ScopedChunk",
+    "ScopedRanking",
+    "ScopedRetrieval",
+    "with_all_skills",
+]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,399 @@
+"""Wiki-scoped retrieval plans (``retrieve``) beside plain ``search`` on a labelled vault.
+
+``python -m benchmarks.wiki [--vault DIR --questions FILE] [--copies N] [--repeat R]
+[--home DIR] [--keep MEMORY]``
+
+A vault (default: the homelab test vault, tests/data/vaults/homelab, with its labelled
+questions; ``--vault ../shared/corpora/foam-docs --questions
+benchmarks/data/foam-docs-questions.yaml`` for a real one) goes into one fresh memory
+through GraphQL ``upsertExternalNotes`` as a vault sync stores it (source ``vault:<name>``,
+``metadata.path``, project or skill from the path); ``--copies N`` adds N - 1 copies of
+its projects and shared concepts under other project names (``poimen-2``, ...), to see
+routing and the pre-filter at a larger scale (92 copies: about 1,000 notes). Every note
+is chunked and embedded in this process by the ``Embedding`` job's own handler with the
+local model, before anything is measured.
+
+Then every labelled question (asked in the first copy) goes, ``--repeat`` times, through
+GraphQL in process (the whole app over an ASGI transport: authentication, authorization
+and audit included, no socket):
+
+* ``retrieve`` (token budget 4096): note recall@5 (the expected note among the notes of
+  the five best selected chunks by score), section hit@5 (one of those chunks under the
+  expected section), abstention on the unanswerable questions, tokens of the prompt,
+  and the pre-filter cut (chunks scored against those a semantic search over the whole
+  scope would score);
+* plain ``search`` (HYBRID, RSF, limit 5, over the memory: it has no notion of a
+  project's reach): the same recall and section hit (a hit's chunk is placed in the note
+  by its text); it never abstains; its tokens are those of the five chunks;
+
+``--keep NAME`` loads the vault into memory NAME and keeps it, or, when NAME exists
+already (same ``--home``), measures it again without loading.
+
+They are measured beside the same plan computed in process (the planner called
+directly) and TF-IDF routing alone (:meth:`ScopedRetrieval.route` within the question's
+project scope, as the plan routes). Latency percentiles are nearest-rank, over every
+question and repetition.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from uuid import UUID, uuid4
+
+import httpx
+
+from benchmarks._common import (
+    Latency,
+    backing_services,
+    bench_home,
+    common_setup,
+    ms,
+    print_setup,
+    table,
+)
+from benchmarks._server import bench_settings
+from fortemi.app import create_app
+from fortemi.auth.local_issuer import LocalIssuer
+from fortemi.platform.ids import parse_note_id
+from fortemi.platform.jobs.models import HandlerContext, Job, JobStatus, Tier
+from fortemi.platform.notes.models import NameSet, NoteVisibility
+from fortemi.retrieval.indexing import EMBEDDING, Chunking, embedding_job_type
+from fortemi.retrieval.scoped import NoteScope, ScopedRetrieval
+from fortemi.runtime import Runtime
+from fortemi.wiki.retrieve.layout import ApproximateTokens
+from fortemi.wiki.retrieve.models import RetrieveRequest
+from fortemi.wiki.retrieve.scope import ProjectAndSharedScope
+from tests.support.homelab import HOMELAB, QUESTIONS, Question, questions, vault_items
+
+__all__ = ["main"]
+
+OPEN = {
+    "version": 1,
+    "access_level": "public",
+    "required_role": "viewer",
+    "actions": {"write": {"required_role": "editor"}},
+}
+RETRIEVE = """query($input: RetrieveInput!) { retrieve(input: $input) {
+  chunks { note { path } heading score tokens } abstained reason tokensUsed tookMs
+  chunksScored chunksInScope searchSpaceCut } }"""
+SEARCH = """query($q: String!, $filter: SearchFilter) {
+  search(query: $q, mode: HYBRID, fusion: RSF, limit: 5, filter: $filter) {
+    hits { note { metadata } chunk } tookMs } }"""
+UPSERT = """mutation($i: UpsertExternalNotesInput!) {
+  upsertExternalNotes(input: $i) { results { note { id } } } }"""
+
+
+@dataclass
+class Row:
+    label: str
+    recall: list[bool] = field(default_factory=list)
+    section: list[bool] = field(default_factory=list)
+    abstained: list[bool] = field(default_factory=list)  # on unanswerable questions
+    tokens: list[int] = field(default_factory=list)
+    latency: list[float] = field(default_factory=list)
+    took: list[float] = field(default_factory=list)
+    cut: list[float] = field(default_factory=list)
+
+
+def _copies(root: Path, name: str, count: int) -> list[dict[str, Any]]:
+    """The vault's items, and ``count - 1`` copies of its projects and shared notes."""
+    items = vault_items(root, name)
+    for n in range(2, count + 1):
+        for item in vault_items(root, name):
+            path: str = item["externalId"]
+            if item["skill"] is not None:
+                continue
+            if item["project"] is not None:
+                project = f"{item['project']}-{n}"
+                path = path.replace(f"projects/{item['project']}/", f"projects/{project}/", 1)
+                item["project"] = project
+            else:
+                path = path.replace("shared/", f"shared/copy-{n}/", 1)
+            item["externalId"] = path
+            item["metadata"] = {**item["metadata"], "path": path}
+            items.append(item)
+    return items
+
+
+def _sections(root: Path) -> dict[str, list[tuple[int, str]]]:
+    """Per vault path: (offset in the synced content, heading) of each markdown heading
+    outside code fences, to place a search hit's chunk in its section."""
+    found = {}
+    for item in vault_items(root):
+        offsets, at, fenced = [], 0, False
+        for line in item["content"].splitlines(keepends=True):
+            if line.lstrip().startswith("```"):
+                fenced = not fenced
+            elif not fenced and line.startswith("#") and line.lstrip("#").startswith(" "):
+                offsets.append((at, line.lstrip("#").strip()))
+            at += len(line)
+        found[item["externalId"]] = offsets
+    return found
+
+
+def _section_of(sections: list[tuple[int, str]], content: str, chunk: str) -> str | None:
+    start = content.find(chunk.strip()[:200])
+    if start < 0:
+        return None
+    # A chunk that begins at a heading belongs to it.
+    before = [heading for offset, heading in sections if offset <= start + 2]
+    return before[-1] if before else None
+
+
+async def _embed(runtime: Runtime, memory: str, notes: Sequence[UUID]) -> None:
+    settings = runtime.settings
+    job_type = embedding_job_type(
+        runtime.db,
+        runtime.backend,
+        Chunking(size=settings.chunk_size, overlap=settings.chunk_overlap),
+        tier=Tier.CPU,
+    )
+    now = datetime.now(UTC)
+
+    async def nothing(*_: Any, **__: Any) -> Any:
+        return None
+
+    for note_id in notes:
+        job = Job(
+            id=uuid4(), memory=memory, type=EMBEDDING, tier=Tier.CPU, priority=4,
+            status=JobStatus.RUNNING, payload={"note_id": str(note_id)}, attempts=1,
+            max_attempts=8, next_attempt_at=now, progress=0, progress_message=None,
+            failure_class=None, failure_code=None, result=None, dedupe_key=None,
+            requested_by=None, created_at=now, started_at=now, finished_at=None,
+        )  # fmt: skip
+        context = HandlerContext(
+            job=job, report_progress=nothing, enqueue=nothing, escalate=nothing, publish=nothing
+        )
+        await job_type.handler(context)
+
+
+async def _load(
+    runtime: Runtime,
+    client: httpx.AsyncClient,
+    memory: str,
+    vault: tuple[Path, str, int],
+    token: str,
+) -> int:
+    root, name, copies = vault
+    await runtime.memories.create(memory, created_by="bench")
+    store = runtime.policies
+    await store.put("memory", memory, memory, {**OPEN, "memory": memory}, actor="bench")
+    await store.put("skill", None, "SKILL-testing", {**OPEN, "skill": "SKILL-testing"}, actor="b")
+    items = _copies(root, name, copies)
+    for project in sorted({i["project"] for i in items if i["project"]} - {"poimen"}):
+        await store.put("project", memory, project, {**OPEN, "project": project}, actor="bench")
+    ids: list[UUID] = []
+    for start in range(0, len(items), 200):
+        body = await _post(
+            client, token, memory, UPSERT,
+            {"i": {"source": f"vault:{name}", "items": items[start : start + 200]}},
+        )  # fmt: skip
+        ids += [parse_note_id(r["note"]["id"]) for r in body["upsertExternalNotes"]["results"]]
+    await _embed(runtime, memory, ids)
+    return len(ids)
+
+
+async def _post(
+    client: httpx.AsyncClient, token: str, memory: str, query: str, variables: dict[str, Any]
+) -> dict[str, Any]:
+    response = await client.post(
+        "/graphql",
+        json={"query": query, "variables": variables},
+        headers={"Authorization": f"Bearer {token}", "X-Fortemi-Memory": memory},
+    )
+    body = response.json()
+    if body.get("errors"):
+        raise RuntimeError(str(body["errors"]))
+    data: dict[str, Any] = body["data"]
+    return data
+
+
+async def _measure(
+    runtime: Runtime,
+    client: httpx.AsyncClient,
+    memory: str,
+    token: str,
+    asked: list[Question],
+    repeat: int,
+    root: Path,
+) -> list[Row]:
+    contents = {item["externalId"]: item["content"] for item in vault_items(root)}
+    sections = _sections(root)
+    counter = ApproximateTokens()
+    plan, search, inproc, routing = (
+        Row("retrieve (GraphQL)"),
+        Row("search HYBRID RSF (GraphQL)"),
+        Row("retrieve (in process)"),
+        Row("TF-IDF routing alone"),
+    )
+    scoped = ScopedRetrieval(runtime.db, runtime.backend)
+    # The benchmark's user reads everything in the memory: the in-process plan is asked
+    # with that visibility, as the GraphQL layer would compute it.
+    everything = NameSet(frozenset(), only=False)
+    scope = NoteVisibility(memory_notes=True, projects=everything, skills=everything)
+
+    seam = ProjectAndSharedScope(scoped)
+    reaches: dict[str, frozenset[UUID]] = {}
+
+    async def allow(names: Any) -> set[str]:
+        return set(names)
+
+    for _ in range(repeat):
+        for q in asked:
+            started = time.perf_counter()
+            asking = {"input": {"question": q.question, "project": q.project}}
+            data = await _post(client, token, memory, RETRIEVE, asking)
+            plan.latency.append(time.perf_counter() - started)
+            result = data["retrieve"]
+            plan.took.append(result["tookMs"])
+            top = sorted(result["chunks"], key=lambda c: -c["score"])[:5]
+            if q.note is None:
+                plan.abstained.append(result["abstained"])
+            else:
+                plan.recall.append(q.note in {c["note"]["path"] for c in top})
+                plan.section.append(
+                    any(
+                        c["note"]["path"] == q.note
+                        and (c["heading"] or "").split(" > ")[-1] == q.section
+                        for c in top
+                    )
+                )
+            plan.tokens.append(result["tokensUsed"])
+            if result["chunksInScope"]:
+                plan.cut.append(result["searchSpaceCut"])
+
+            started = time.perf_counter()
+            data = await _post(client, token, memory, SEARCH, {"q": q.question})
+            search.latency.append(time.perf_counter() - started)
+            found = data["search"]
+            search.took.append(found["tookMs"])
+            hits = [(h["note"]["metadata"].get("path"), h["chunk"] or "") for h in found["hits"]]
+            if q.note is None:
+                search.abstained.append(not hits)
+            else:
+                search.recall.append(q.note in {path for path, _ in hits})
+                search.section.append(
+                    any(
+                        path == q.note
+                        and _section_of(sections[path], contents[path], chunk) == q.section
+                        for path, chunk in hits
+                    )
+                )
+            search.tokens.append(sum(counter.count(chunk) for _, chunk in hits))
+
+            started = time.perf_counter()
+            await runtime.services.retrieve.plan(
+                memory, scope, RetrieveRequest(question=q.question, project=q.project), allow
+            )
+            inproc.latency.append(time.perf_counter() - started)
+
+            # Routing as the plan routes: within the project's scope (the default seam's
+            # notes, found beforehand), else the memory's.
+            reach = None if q.project is None else reaches.get(q.project)
+            if q.project is not None and reach is None:
+                reach = frozenset(await seam.reachable(memory, None, q.project))
+                reaches[q.project] = reach
+            started = time.perf_counter()
+            await scoped.route(memory, q.question, NoteScope(scope, None, reach), documents=20)
+            routing.latency.append(time.perf_counter() - started)
+    return [plan, search, inproc, routing]
+
+
+def _share(values: Sequence[bool]) -> str:
+    return (
+        f"{100 * sum(values) / len(values):.0f} % ({sum(values)}/{len(values)})" if values else "-"
+    )
+
+
+def _report(rows: list[Row]) -> None:
+    quality = [
+        [
+            row.label,
+            _share(row.recall),
+            _share(row.section),
+            _share(row.abstained),
+            f"{sum(row.tokens) / len(row.tokens):.0f}",
+            f"{100 * sum(row.cut) / len(row.cut):.1f} %" if row.cut else "-",
+        ]
+        for row in rows[:2]
+    ]
+    print(table(
+        ["run", "note recall@5", "section hit@5", "unanswerable abstained", "tokens (mean)",
+         "pre-filter cut (mean)"],
+        quality, "lrrrrr",
+    ))  # fmt: skip
+    print()
+    timing = []
+    for row in rows:
+        lat = Latency.of(row.latency)
+        took = Latency.of(row.took) if row.took else None
+        timing.append(
+            [row.label, str(lat.count), ms(lat.p50), ms(lat.p95),
+             "-" if took is None else f"{took.p50:.2f}", "-" if took is None else f"{took.p95:.2f}"]
+        )  # fmt: skip
+    print(table(["run", "n", "p50 ms", "p95 ms", "tookMs p50", "tookMs p95"], timing, "lrrrrr"))
+
+
+async def _run(args: argparse.Namespace, root: Path) -> None:
+    with bench_home(args.home) as home, backing_services(home) as (urls, embedded):
+        settings = bench_settings(home, 8000)  # nothing is served: the port is never bound
+        runtime = await Runtime.open(settings, urls)
+        try:
+            issuer: LocalIssuer | None = runtime.issuer
+            assert issuer is not None
+            token = issuer.mint(
+                "bench", groups=["platform-team", "devops-team", "ml-team"], roles=["editor"],
+                permissions=["skill:read", "skill:write"],
+            )  # fmt: skip
+            transport = httpx.ASGITransport(app=create_app(runtime))
+            async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
+                memory = args.keep or f"wiki_{uuid4().hex[:8]}"
+                started = time.perf_counter()
+                if await runtime.memories.exists(memory):
+                    notes = (await runtime.services.search.index_status(memory)).notes
+                else:
+                    vault = (root, args.name or root.name, args.copies)
+                    notes = await _load(runtime, client, memory, vault, token)
+                loaded = time.perf_counter() - started
+                asked = questions(Path(args.questions))
+                lines = await common_setup(urls, embedded, home)
+                lines += [
+                    ("vault", f"{root} x {args.copies}: {notes} notes, loaded and embedded in "
+                              f"{loaded:.1f} s (local model, in process)"),
+                    ("questions", f"{len(asked)} ({sum(q.note is None for q in asked)} "
+                                  f"unanswerable) x {args.repeat}"),
+                    ("client", "httpx over ASGI in process (no socket), one request at a time"),
+                ]  # fmt: skip
+                print_setup("wiki retrieval plans vs search", lines)
+                rows = await _measure(runtime, client, memory, token, asked, args.repeat, root)
+                _report(rows)
+                if args.keep is None:
+                    await runtime.memories.delete(memory, confirm=memory)
+                    await runtime.policies.delete("skill", None, "SKILL-testing")
+        finally:
+            await runtime.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.wiki", description=__doc__)
+    parser.add_argument("--vault", default=str(HOMELAB / "vault"), help="the vault's folder")
+    parser.add_argument("--name", default=None, help="the vault's name (default: folder)")
+    parser.add_argument("--questions", default=str(QUESTIONS), help="labelled questions")
+    parser.add_argument("--copies", type=int, default=1, help="copies of the vault's projects")
+    parser.add_argument("--repeat", type=int, default=3, help="times each question is asked")
+    parser.add_argument("--home", default=None, help="FORTEMI_HOME to use and keep")
+    parser.add_argument("--keep", default=None, help="memory to load and keep, or to reuse")
+    args = parser.parse_args(argv)
+    asyncio.run(_run(args, Path(args.vault).resolve()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
