@@ -50,11 +50,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from fortemi.graph.traversal.models import EdgeKind, GraphEdge
+from fortemi.graph.traversal.models import EdgeKind, GraphEdge, GraphNode
 from fortemi.platform.database import Connection
 from fortemi.platform.notes.models import NoteFilter, NoteVisibility
 from fortemi.platform.notes.repository import note_filter_where
@@ -62,7 +61,6 @@ from fortemi.platform.sql import Query, Where
 
 __all__ = [
     "TraversalRepository",
-    "WalkNode",
     "WalkResult",
     "edges_statement",
     "walk_statement",
@@ -246,20 +244,10 @@ JOIN unnest(:ids::uuid[]) AS t(id) ON t.id = k.other
 
 
 @dataclass(frozen=True, slots=True)
-class WalkNode:
-    id: UUID
-    title: str
-    depth: int
-    archived: bool
-    created_at: datetime
-    updated_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
 class WalkResult:
     """The walk's nodes in BFS order (depth, score desc, id), and what it saw past them."""
 
-    nodes: list[WalkNode]
+    nodes: list[GraphNode]  # communities not yet assigned
     found: int  # readable nodes found, the returned ones included
     cut: bool  # maxNodes stopped the walk
     reached: int  # the depth of the last level the walk expanded to
@@ -331,14 +319,15 @@ class TraversalRepository:
             return None
         last = rows[0]
         return WalkResult(
+            # Positional reads, in the statement's column order.
             nodes=[
-                WalkNode(
-                    id=row["id"],
-                    title=row["title"],
-                    depth=row["depth"],
-                    archived=row["archived"],
-                    created_at=row["created_at"],
-                    updated_at=row["updated_at"],
+                GraphNode(
+                    id=row[1],
+                    title=row[2],
+                    depth=row[0],
+                    archived=row[3],
+                    created_at=row[4],
+                    updated_at=row[5],
                 )
                 for row in rows
             ],
