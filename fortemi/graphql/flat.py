@@ -173,7 +173,8 @@ def _column(leaf: _Leaf, values: list[Any]) -> list[Any] | None:
     coerce = leaf.coerce
     if leaf.enum:
         # By identity: members are singletons, and an enum's __hash__ is Python code.
-        once = {id(value): coerce(value) for value in present}
+        once = {id(value): value for value in present}
+        once = {key: coerce(value) for key, value in once.items()}
         coerced = [None if value is None else once[id(value)] for value in values]
     else:
         coerced = [None if value is None else coerce(value) for value in values]

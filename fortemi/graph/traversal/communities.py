@@ -90,8 +90,11 @@ def _winners(
     counts: dict[int, Counter[UUID]] = {}
     for note, concept_ids in carried.items():
         group = community.get(note)
-        if group is not None:
-            counts.setdefault(group, Counter()).update(concept_ids)
+        if group is not None and concept_ids:
+            counter = counts.get(group)
+            if counter is None:
+                counter = counts[group] = Counter()
+            counter.update(concept_ids)
     return {
         group: min(counter.items(), key=lambda item: (-item[1], item[0]))[0]
         for group, counter in counts.items()
