@@ -101,7 +101,7 @@ class TraversalService:
             if walk is None:
                 raise NotFound(f"No note {start} in this memory", id=str(start))
             ids = [node.id for node in walk.nodes]
-            every = await repository.links(conn, ids, min_score=params.min_score, gamma=self._gamma)
+            every = walk.edges
             kept = (
                 None
                 if k is None
