@@ -46,6 +46,11 @@ def no_memory(name: str) -> NotFound:
     return NotFound(f"No memory {name!r} that you may use", memory=name)
 
 
+def _retrieved(task: asyncio.Task[None]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
 def visibility_of(scope: ReadScope) -> NoteVisibility:
     return NoteVisibility(
         memory_notes=scope.memory, projects=_names(scope.projects), skills=_names(scope.skills)
@@ -154,6 +159,9 @@ class Context:
                     scope, recording = await authorizer.read_scope_recording(
                         self.caller, name, self.trace, checks=checks
                     )
+                    # Its failure is raised to whoever awaits it; marked retrieved here so a
+                    # request cancelled before awaiting it logs no "never retrieved" error.
+                    recording.add_done_callback(_retrieved)
                     self._recording.append(recording)
                 else:
                     scope = await authorizer.read_scope(
