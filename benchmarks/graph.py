@@ -18,8 +18,9 @@ the same caches:
 
 * GraphQL ``graph(noteId, depth: 3, maxNodes: 200)`` with every field, over HTTP with a
   bearer token, one keep-alive connection, to a uvicorn subprocess (the real app);
-* SQL: the service's own statements (the recursive walk, then the edges among the returned
-  nodes) over one asyncpg connection with the memory's search path, no transaction.
+* SQL: the service's own statement (the recursive walk and the edges among the returned
+  nodes, in one statement) over one asyncpg connection with the memory's search path, no
+  transaction.
 
 Hooks: :func:`linking_rows` and :func:`maintenance_rows` return table rows for the Linking
 job's per-note time and a full maintenance run; they report "not measured" until those
@@ -64,7 +65,7 @@ from benchmarks._common import (
     serving,
     table,
 )
-from fortemi.graph.traversal.repository import edges_statement, walk_statement
+from fortemi.graph.traversal.repository import walk_statement
 from fortemi.platform.database import Database, memory_schema
 from fortemi.platform.embedded import ServiceUrls
 from fortemi.platform.ids import to_global_id
@@ -102,8 +103,7 @@ class Corpus:
 @dataclass
 class Samples:
     gql: list[float] = field(default_factory=list)
-    sql_walk: list[float] = field(default_factory=list)
-    sql_both: list[float] = field(default_factory=list)
+    sql: list[float] = field(default_factory=list)
     nodes: list[int] = field(default_factory=list)
     edges: list[int] = field(default_factory=list)
 
@@ -212,7 +212,7 @@ async def load(db: Database, memory: str, corpus: Corpus, seed: int) -> list[UUI
 
 
 class RawSql:
-    """The service's statements, on one connection with the memory's search path."""
+    """The service's statement, on one connection with the memory's search path."""
 
     def __init__(self, conn: asyncpg.Connection) -> None:
         self._conn = conn
@@ -223,15 +223,12 @@ class RawSql:
         await conn.execute(f"SET search_path TO {memory_schema(memory)}, public")
         return cls(conn)
 
-    async def walk(self, start: UUID) -> list[UUID]:
+    async def neighbourhood(self, start: UUID) -> int:
+        """The walk and the edges among its nodes: how many rows (nodes + edges)."""
         sql, args = walk_statement(
             start, depth=DEPTH, max_nodes=MAX_NODES, min_score=0.0, max_edges_per_node=None,
             gamma=1.0, visibility=_EVERYONE,
         )  # fmt: skip
-        return [row["id"] for row in await self._conn.fetch(sql, *args)]
-
-    async def edges(self, ids: list[UUID]) -> int:
-        sql, args = edges_statement(ids, min_score=0.0, gamma=1.0)
         return len(await self._conn.fetch(sql, *args))
 
     async def close(self) -> None:
@@ -259,7 +256,7 @@ async def measure(
         poster = await RawPoster.open(HOST, port, head)
         await _gql(poster, start)
         await poster.aclose()
-        await sql.edges(await sql.walk(start))
+        await sql.neighbourhood(start)
     for block in range(0, len(starts), 25):
         chosen = starts[block : block + 25]
         poster = await RawPoster.open(HOST, port, head)  # uvicorn closes idle connections
@@ -273,11 +270,8 @@ async def measure(
             await poster.aclose()
         for start in chosen:
             began = time.perf_counter()
-            ids = await sql.walk(start)
-            walked = time.perf_counter()
-            await sql.edges(ids)
-            samples.sql_walk.append(walked - began)
-            samples.sql_both.append(time.perf_counter() - began)
+            await sql.neighbourhood(start)
+            samples.sql.append(time.perf_counter() - began)
     return samples
 
 
@@ -302,8 +296,7 @@ def report(corpus: Corpus, samples: Samples) -> None:
     rows = []
     for label, values in (
         ("GraphQL graph(depth 3, maxNodes 200), HTTP", samples.gql),
-        ("SQL walk + edges (the service's 2 statements)", samples.sql_both),
-        ("SQL walk alone (the recursive statement)", samples.sql_walk),
+        ("SQL walk + edges (the service's one statement)", samples.sql),
     ):
         lat = Latency.of(values)
         rows.append([label, str(lat.count), ms(lat.p50), ms(lat.p95), ms(lat.p99), ms(lat.mean)])
@@ -314,7 +307,7 @@ def report(corpus: Corpus, samples: Samples) -> None:
         f"returned nodes: median {int(np.median(nodes))}, min {nodes.min()}, max {nodes.max()}; "
         f"edges: median {int(np.median(edges))}, max {edges.max()}"
     )
-    g, s = Latency.of(samples.gql), Latency.of(samples.sql_both)
+    g, s = Latency.of(samples.gql), Latency.of(samples.sql)
     p95 = g.p95 * 1000
     targets = [
         ["GraphQL p95 <= 20 ms", corpus.name, f"{p95:.2f}",

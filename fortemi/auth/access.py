@@ -2,12 +2,15 @@
 
 :class:`Authorizer` takes the policy set in force, lets the decision engine decide, and
 records every decision (allow and deny) in the audit log *before* the caller acts on it:
-if the decision cannot be recorded, the operation is refused (fail closed). Nothing else
-in the code base calls the engine.
+if the decision cannot be recorded, the operation is refused (fail closed). A read-only
+operation may read while its read scope is being recorded
+(:meth:`Authorizer.read_scope_recording`), but nothing it read leaves the process before
+the record is committed. Nothing else in the code base calls the engine.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -106,6 +109,40 @@ class Authorizer:
         one per question); if one is denied, only they are recorded and it raises
         :class:`Forbidden`, as :meth:`check` would.
         """
+        scope, records = await self._scope(principal, memory, trace, checks)
+        await self._audit.record(records)
+        return scope
+
+    async def read_scope_recording(
+        self,
+        principal: Principal,
+        memory: str,
+        trace: RequestTrace,
+        *,
+        checks: Sequence[tuple[Action, Resource]] = (),
+    ) -> tuple[ReadScope, asyncio.Task[None]]:
+        """:meth:`read_scope` with its audit write left in flight: the scope, and the task
+        that records it.
+
+        For a read-only operation whose reads may overlap the audit commit: the caller
+        reads meanwhile, and awaits the task before anything it read leaves the process
+        (the task raises ``Unavailable`` when the decision could not be recorded: fail
+        closed, as ever). Nothing is changed before the decision is recorded, no record is
+        dropped (the writer commits it whatever the caller does), and a deny is recorded
+        before :class:`Forbidden` is raised, as :meth:`read_scope` does.
+        """
+        scope, records = await self._scope(principal, memory, trace, checks)
+        return scope, asyncio.create_task(self._audit.record(records))
+
+    async def _scope(
+        self,
+        principal: Principal,
+        memory: str,
+        trace: RequestTrace,
+        checks: Sequence[tuple[Action, Resource]],
+    ) -> tuple[ReadScope, list[AuditRecord]]:
+        """The scope and the records to write for it; a denied check is recorded and
+        raised here."""
         policies = await self._policies.snapshot()
         decisions = [
             self._engine.decide(policies, principal, action, resource)
@@ -141,8 +178,7 @@ class Authorizer:
                 "skills_listed_are_readable": scope.skills.listed_are_readable,
             },
         )
-        await self._audit.record([*checked, record])
-        return scope
+        return scope, [*checked, record]
 
     @staticmethod
     def _record(

@@ -12,6 +12,7 @@ names cannot be probed, and each refusal is recorded as a deny.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -45,6 +46,11 @@ def no_memory(name: str) -> NotFound:
     return NotFound(f"No memory {name!r} that you may use", memory=name)
 
 
+def _retrieved(task: asyncio.Task[None]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
 def visibility_of(scope: ReadScope) -> NoteVisibility:
     return NoteVisibility(
         memory_notes=scope.memory, projects=_names(scope.projects), skills=_names(scope.skills)
@@ -64,6 +70,8 @@ class Context:
     _memory: str | None = field(default=None, repr=False)
     _entered: set[str] = field(default_factory=set, repr=False)
     _visibility: dict[str, NoteVisibility] = field(default_factory=dict, repr=False)
+    # Audit writes of decisions already acted on by a read (see scoped_memory's ``overlap``)
+    _recording: list[asyncio.Task[None]] = field(default_factory=list, repr=False)
 
     @property
     def caller(self) -> Principal:
@@ -87,12 +95,27 @@ class Context:
             self._memory = await self._requested()
         return await self.enter(self._memory)
 
-    async def scoped_memory(self) -> tuple[str, NoteVisibility]:
+    async def scoped_memory(self, *, overlap: bool = False) -> tuple[str, NoteVisibility]:
         """The request's memory and what the caller may read in it, as :meth:`memory`
-        and :meth:`visibility` would answer, with one audit write instead of two."""
+        and :meth:`visibility` would answer, with one audit write instead of two.
+
+        ``overlap``: for a read-only resolver, which then reads while the decision's audit
+        write commits, and awaits :meth:`recorded` (in a ``finally``) before it returns
+        anything: one round trip and a WAL flush off its latency, nothing changed and
+        nothing answered before the decision is recorded. Every other way into the
+        context waits for such writes first, so no other field answers on a decision
+        that is not yet recorded either."""
         if self._memory is None:
             self._memory = await self._requested()
-        return self._memory, await self.visibility(self._memory)
+        return self._memory, await self.visibility(self._memory, overlap=overlap)
+
+    async def recorded(self) -> None:
+        """Once every decision this request acted on is in the audit log; ``Unavailable``
+        (again, to every caller) when one could not be recorded."""
+        while self._recording:
+            # Shielded: a cancelled caller leaves the write to finish for the others.
+            await asyncio.shield(self._recording[0])
+            self._recording.pop(0)
 
     async def _requested(self) -> str:
         if self.memory_name is not None:
@@ -107,6 +130,7 @@ class Context:
         (reason ``not_found`` for a missing one, the policy's reason otherwise). Decided
         once per memory per HTTP request, and at every call over a WebSocket.
         """
+        await self.recorded()
         if name not in self._entered:
             await self._admit(name, with_scope=False)
         return name
@@ -117,9 +141,10 @@ class Context:
         # policy changes, so there every entry is decided anew.
         return not isinstance(self.request, WebSocket)
 
-    async def _admit(self, name: str, *, with_scope: bool) -> None:
+    async def _admit(self, name: str, *, with_scope: bool, overlap: bool = False) -> None:
         """Enter ``name`` unless already entered; ``with_scope`` also computes the read
-        scope, recorded in the same audit write as the entry decision."""
+        scope, recorded in the same audit write as the entry decision (left in flight
+        with ``overlap``: see :meth:`scoped_memory`)."""
         authorizer = self.services.authorizer
         entry = Resource.of_memory(name)
         checks: list[tuple[Action, Resource]] = []
@@ -130,7 +155,18 @@ class Context:
             checks.append((Action.READ, entry))
         if with_scope:
             try:
-                scope = await authorizer.read_scope(self.caller, name, self.trace, checks=checks)
+                if overlap:
+                    scope, recording = await authorizer.read_scope_recording(
+                        self.caller, name, self.trace, checks=checks
+                    )
+                    # Its failure is raised to whoever awaits it; marked retrieved here so a
+                    # request cancelled before awaiting it logs no "never retrieved" error.
+                    recording.add_done_callback(_retrieved)
+                    self._recording.append(recording)
+                else:
+                    scope = await authorizer.read_scope(
+                        self.caller, name, self.trace, checks=checks
+                    )
             except Forbidden:  # only a check raises it: the entry was refused
                 raise no_memory(name) from None
             self._visibility[name] = visibility_of(scope)
@@ -143,23 +179,29 @@ class Context:
 
     async def authorize(self, action: Action, resource: Resource) -> Decision:
         """Allowed, or FORBIDDEN with the reason code; recorded either way."""
+        await self.recorded()
         return await self.services.authorizer.check(self.caller, action, resource, self.trace)
 
     async def may(self, action: Action, resource: Resource) -> bool:
         """Whether allowed (recorded); for answers that must not reveal existence."""
+        await self.recorded()
         decision = await self.services.authorizer.decide(self.caller, action, resource, self.trace)
         return decision.allowed
 
-    async def visibility(self, memory: str, *, fresh: bool = False) -> NoteVisibility:
+    async def visibility(
+        self, memory: str, *, fresh: bool = False, overlap: bool = False
+    ) -> NoteVisibility:
         """What the caller may read in ``memory``, which is entered first (NOT_FOUND if it
         may not be); the scope is computed and recorded once per request or connection.
         ``fresh``: enter and decide again even if done before (a subscription after a
-        policy or token change)."""
+        policy or token change). ``overlap``: see :meth:`scoped_memory`."""
+        if not overlap:
+            await self.recorded()
         if fresh:
             self._entered.discard(memory)
             self._visibility.pop(memory, None)
         if memory not in self._entered or memory not in self._visibility:
-            await self._admit(memory, with_scope=memory not in self._visibility)
+            await self._admit(memory, with_scope=memory not in self._visibility, overlap=overlap)
         return self._visibility[memory]
 
     def forget_read_scopes(self) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, TypeVar
 
 from graphql import (
@@ -32,6 +33,7 @@ from graphql import (
     GraphQLObjectType,
     GraphQLString,
     Undefined,
+    is_enum_type,
     is_leaf_type,
 )
 
@@ -59,6 +61,9 @@ class _Leaf:
     # The Python type the built-in scalar returns unchanged (str for String and ID, bool,
     # int within 32 bits, finite float): such a value skips the coercion call.
     exact: type | None = None
+    # An enum: few distinct values a column, each coerced once (strawberry's enum coercion
+    # scans the enum's values for every one).
+    enum: bool = False
 
 
 _EXACT: dict[str, type] = {
@@ -72,17 +77,6 @@ _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 # graphql-core's own scalar objects: a schema may define its own scalar under a built-in's
 # name only by replacing it, and then its coercion is the one to call.
 _BUILTIN = (GraphQLString, GraphQLID, GraphQLBoolean, GraphQLInt, GraphQLFloat)
-
-
-def _unchanged(leaf: _Leaf, value: Any) -> bool:
-    kind = type(value)
-    if kind is not leaf.exact:
-        return False
-    if kind is int:
-        return bool(_INT_MIN <= value <= _INT_MAX)
-    if kind is float:
-        return math.isfinite(value)
-    return True
 
 
 def _leaf(field: Any) -> _Leaf | None:
@@ -102,7 +96,14 @@ def _leaf(field: Any) -> _Leaf | None:
         return None
     builtin = kind in _BUILTIN
     exact = _EXACT.get(kind.name) if builtin else None
-    return _Leaf(definition.python_name, kind.coerce_output_value, non_null, is_list, exact)
+    return _Leaf(
+        definition.python_name,
+        kind.coerce_output_value,
+        non_null,
+        is_list,
+        exact,
+        enum=is_enum_type(kind),
+    )
 
 
 def flat_plan(return_type: GraphQLObjectType) -> Mapping[str, _Leaf] | None:
@@ -142,43 +143,69 @@ def _selection(
     return selection
 
 
-def _complete(selection: _Selection, type_name: str, source: Any) -> dict[str, Any] | None:
-    data: dict[str, Any] = {}
-    for response_name, leaf in selection:
+def _column(leaf: _Leaf, values: list[Any]) -> list[Any] | None:
+    """One field's output values over every item, or None when the ordinary path must
+    answer (a null in a non-null field, a value the scalar refuses).
+
+    Column by column rather than item by item: most columns are of one Python type that the
+    built-in scalar returns unchanged (titles, ids, depths, flags), which ``set(map(type,
+    ...))``, ``min``/``max`` and ``all(map(isfinite, ...))`` confirm in C, leaving Python
+    work only for the columns that really need coercing (dates, enums)."""
+    present = values
+    if None in values:
+        if leaf.non_null:
+            return None
+        present = [value for value in values if value is not None]
+    if leaf.is_list:
+        coerce = leaf.coerce
+        lists = [None if value is None else [coerce(item) for item in value] for value in values]
+        for items in lists:
+            if items is not None and any(item is None or item is Undefined for item in items):
+                return None
+        return lists
+    exact = leaf.exact
+    if exact is not None and set(map(type, present)) <= {exact}:
+        if not present or (
+            (exact is not int or (_INT_MIN <= min(present) and max(present) <= _INT_MAX))
+            and (exact is not float or all(map(math.isfinite, present)))
+        ):
+            return values
+    coerce = leaf.coerce
+    if leaf.enum:
+        # By identity: members are singletons, and an enum's __hash__ is Python code.
+        once = {id(value): value for value in present}
+        once = {key: coerce(value) for key, value in once.items()}
+        coerced = [None if value is None else once[id(value)] for value in values]
+    else:
+        coerced = [None if value is None else coerce(value) for value in values]
+    for value, out in zip(values, coerced, strict=True):
+        if value is not None and (out is None or out is Undefined):
+            return None
+    return coerced
+
+
+def _complete_all(
+    selection: _Selection, type_name: str, items: list[Any]
+) -> list[dict[str, Any]] | None:
+    names = [response_name for response_name, _ in selection]
+    columns: list[list[Any]] = []
+    for _, leaf in selection:
         if leaf is None:
-            data[response_name] = type_name
+            columns.append([type_name] * len(items))
             continue
-        value = getattr(source, leaf.attribute)
-        if value is None:
-            if leaf.non_null:
-                return None
-            data[response_name] = None
-            continue
-        if leaf.is_list:
-            coerced: Any = [leaf.coerce(item) for item in value]
-            if any(item is None or item is Undefined for item in coerced):
-                return None
-        elif _unchanged(leaf, value):
-            coerced = value
-        else:
-            coerced = leaf.coerce(value)
-            if coerced is None or coerced is Undefined:
-                return None
-        data[response_name] = coerced
-    return data
+        column = _column(leaf, list(map(attrgetter(leaf.attribute), items)))
+        if column is None:
+            return None
+        columns.append(column)
+    return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
 
 
 def complete_flat(
     plan: Mapping[str, _Leaf], grouped_field_set: Mapping[str, Any], type_name: str, source: Any
 ) -> dict[str, Any] | None:
     """The completed object, or None when the ordinary path must complete it."""
-    selection = _selection(plan, grouped_field_set)
-    if selection is None:
-        return None
-    try:
-        return _complete(selection, type_name, source)
-    except Exception:  # any refusal is the ordinary path's to report, as usual
-        return None
+    completed = complete_flat_list(plan, grouped_field_set, type_name, [source])
+    return None if completed is None else completed[0]
 
 
 def flat_item_type(list_type: GraphQLList[Any]) -> GraphQLObjectType | None:
@@ -197,13 +224,7 @@ def complete_flat_list(
     selection = _selection(plan, grouped_field_set)
     if selection is None:
         return None
-    completed = []
     try:
-        for item in items:
-            data = _complete(selection, type_name, item)
-            if data is None:
-                return None
-            completed.append(data)
+        return _complete_all(selection, type_name, list(items))
     except Exception:  # any refusal is the ordinary path's to report, as usual
         return None
-    return completed

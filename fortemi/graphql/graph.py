@@ -5,7 +5,8 @@ Out-of-range numbers are clamped and reported in ``meta``, never refused; a valu
 wrong type is refused by GraphQL's own coercion as ``BAD_USER_INPUT``. The start must be a
 live note the caller may read, else ``NOT_FOUND``; the caller's read scope is a predicate
 inside the walk, so unreadable notes are neither shown, walked through, nor counted. The
-read scope is decided (and audited) once, as for note lists and search.
+read scope is decided (and audited) once, as for note lists and search; its audit write
+commits while the walk runs, and the answer waits for it.
 """
 
 from __future__ import annotations
@@ -200,20 +201,25 @@ class GraphQuery:
     ) -> NoteGraph:
         start = parse_note_id(note_id)
         asked = _node_fields([s for f in info.selected_fields for s in f.selections])
-        memory, visibility = await info.context.scoped_memory()
-        found = await info.context.services.traversal.neighbourhood(
-            memory,
-            start,
-            model.GraphRequest(
-                depth=depth,
-                max_nodes=max_nodes,
-                min_score=min_score,
-                max_edges_per_node=max_edges_per_node,
-            ),
-            visibility=visibility,
-            communities=not asked.isdisjoint(_COMMUNITY_FIELDS),
-            labels="communityLabel" in asked,
-        )
+        # Read-only: the walk overlaps the audit write of the read scope, and nothing is
+        # answered before that write commits (see Context.scoped_memory).
+        memory, visibility = await info.context.scoped_memory(overlap=True)
+        try:
+            found = await info.context.services.traversal.neighbourhood(
+                memory,
+                start,
+                model.GraphRequest(
+                    depth=depth,
+                    max_nodes=max_nodes,
+                    min_score=min_score,
+                    max_edges_per_node=max_edges_per_node,
+                ),
+                visibility=visibility,
+                communities=not asked.isdisjoint(_COMMUNITY_FIELDS),
+                labels="communityLabel" in asked,
+            )
+        finally:
+            await info.context.recorded()
         # Every edge joins two returned nodes: each global id is encoded once.
         gids = {node.id: to_global_id("Note", node.id) for node in found.nodes}
         return NoteGraph(

@@ -28,6 +28,7 @@ from uuid import UUID
 
 from fortemi.graph.traversal.louvain import louvain
 from fortemi.graph.traversal.models import GraphEdge, GraphNode
+from fortemi.platform.database import Connection
 
 __all__ = ["ConceptLabels", "assign_communities", "partition"]
 
@@ -35,13 +36,18 @@ _MIN_WEIGHT = 1e-6
 
 
 class ConceptLabels(Protocol):
-    """What the traversal needs of the vocabulary (``VocabularyService`` provides it)."""
+    """What the traversal needs of the vocabulary (``VocabularyService`` provides it).
+
+    ``conn``: the traversal's own transaction in ``memory``, so each read is one round
+    trip on the connection the walk used, not a transaction on a second one."""
 
     async def concept_ids(
-        self, memory: str, note_ids: Sequence[UUID]
+        self, memory: str, note_ids: Sequence[UUID], *, conn: Connection | None = None
     ) -> dict[UUID, frozenset[UUID]]: ...
 
-    async def labels(self, memory: str, concept_ids: Sequence[UUID]) -> dict[UUID, str]: ...
+    async def labels(
+        self, memory: str, concept_ids: Sequence[UUID], *, conn: Connection | None = None
+    ) -> dict[UUID, str]: ...
 
 
 def partition(
@@ -84,8 +90,11 @@ def _winners(
     counts: dict[int, Counter[UUID]] = {}
     for note, concept_ids in carried.items():
         group = community.get(note)
-        if group is not None:
-            counts.setdefault(group, Counter()).update(concept_ids)
+        if group is not None and concept_ids:
+            counter = counts.get(group)
+            if counter is None:
+                counter = counts[group] = Counter()
+            counter.update(concept_ids)
     return {
         group: min(counter.items(), key=lambda item: (-item[1], item[0]))[0]
         for group, counter in counts.items()
@@ -101,20 +110,22 @@ async def assign_communities(
     *,
     carried: Mapping[UUID, frozenset[UUID]] | None = None,
     labels: bool = True,
+    conn: Connection | None = None,
 ) -> list[GraphNode]:
     """``nodes`` with their community, its label and their confidence filled in.
 
-    ``carried``: the nodes' concept ids when the caller has read them already (the service
-    reads them while the edges are read); else they are read here. ``labels`` off leaves
-    every label None and reads no concept at all (the caller asked for none)."""
+    ``carried``: the nodes' concept ids when the caller has read them already; else they
+    are read here. ``labels`` off leaves every label None and reads no concept at all (the
+    caller asked for none). ``conn``: the caller's transaction in ``memory``, for the
+    vocabulary's reads."""
     community, confidence = partition([node.id for node in nodes], edges)
     named: dict[int, str] = {}
     if labels and concepts is not None and nodes:
         if carried is None:
-            carried = await concepts.concept_ids(memory, list(community))
+            carried = await concepts.concept_ids(memory, list(community), conn=conn)
         winners = _winners(community, carried)
         if winners:
-            found = await concepts.labels(memory, sorted(set(winners.values())))
+            found = await concepts.labels(memory, sorted(set(winners.values())), conn=conn)
             named = {group: found[c] for group, c in winners.items() if c in found}
     # Built afresh rather than through dataclasses.replace, which re-inspects the fields
     # on every call (a few hundred nodes a request).

@@ -32,15 +32,16 @@ BFS by depth, then score, then id, so every later node would come after the ones
 The totals then count every node up to that level (exact when it is the last level, a
 lower bound otherwise), and the edges from the frontier into the nodes left out.
 
-**Edges** (:data:`_EDGES`) are the traversable links among the returned nodes, read in a
-second statement of the same transaction, one row per (unordered pair, kind): a pair
-linked both ways is ``bidirectional`` and comes in its stronger direction (ties: the
-smaller source id; uuids order bytewise, as Python's ``UUID`` does), ordered by the pair
-then kind. Merging them here halves the rows sent and decoded (semantic links are
-stored both ways); with ``k``, :data:`_KEPT_PAIRS` says which pairs
-are among the k strongest of either end.
+**Edges** are the traversable links among the returned nodes, read by the same statement
+from the last level's ``seen`` (one round trip for the whole neighbourhood: node rows,
+``part`` 0, then edge rows, ``part`` 1), one row per (unordered pair, kind): a pair linked
+both ways is ``bidirectional`` and comes in its stronger direction (ties: the smaller
+source id; uuids order bytewise, as Python's ``UUID`` does), ordered by the pair then kind.
+Merging them here halves the rows sent and decoded (semantic links are stored both ways).
+:data:`_EDGES` is the same read for ids a caller already has; with ``k``,
+:data:`_KEPT_PAIRS` says which pairs are among the k strongest of either end.
 
-Both statements are index-only scans of the links migration's two partial covering
+The walk and the edges are index-only scans of the links migration's two partial covering
 indexes (``note_link_walk_source_idx`` and ``note_link_walk_target_idx``), whose predicate
 is :data:`_TRAVERSABLE` written the same way: keep the two in step, or the planner can no
 longer prove the index applies and goes back to reading the heap.
@@ -50,11 +51,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from fortemi.graph.traversal.models import EdgeKind, GraphEdge
+from fortemi.graph.traversal.models import EdgeKind, GraphEdge, GraphNode
 from fortemi.platform.database import Connection
 from fortemi.platform.notes.models import NoteFilter, NoteVisibility
 from fortemi.platform.notes.repository import note_filter_where
@@ -62,7 +62,6 @@ from fortemi.platform.sql import Query, Where
 
 __all__ = [
     "TraversalRepository",
-    "WalkNode",
     "WalkResult",
     "edges_statement",
     "walk_statement",
@@ -182,51 +181,67 @@ walk (depth, frontier, seen, found, cut, cut_edges) AS (
     ) AS nx
     WHERE w.depth < :depth::int AND NOT w.cut AND cardinality(w.frontier) > 0
 ),
-last AS (SELECT depth, found, cut, cut_edges FROM walk ORDER BY depth DESC LIMIT 1)
-SELECT w.depth, note.id, note.title, note.archived, note.created_at, note.updated_at,
-       last.depth AS reached, last.found, last.cut, last.cut_edges
+last AS (SELECT depth, seen, found, cut, cut_edges FROM walk ORDER BY depth DESC LIMIT 1),
+edges AS ({edges})
+SELECT 0 AS part, w.depth, u.ord, note.id, note.title, note.archived, note.created_at,
+       note.updated_at, last.depth AS reached, last.found, last.cut, last.cut_edges,
+       NULL AS target_id, NULL AS kind, NULL AS score, NULL AS rank, NULL AS set_id,
+       NULL AS model, NULL AS computed_at, NULL AS bidirectional, NULL AS lo, NULL AS hi
 FROM walk AS w
 CROSS JOIN LATERAL unnest(w.frontier) WITH ORDINALITY AS u(id, ord)
 JOIN note ON note.id = u.id
 CROSS JOIN last
-ORDER BY w.depth, u.ord
+UNION ALL
+SELECT 1, NULL, NULL, source_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, target_id,
+       kind, score, rank, set_id, model, computed_at, bidirectional, lo, hi
+FROM edges
+ORDER BY part, depth, ord, lo, hi, kind
 """
+
+
+# The traversable links among ``{ids}``, one row per (unordered pair, kind) in its stronger
+# direction, ordered by the pair then kind; ``{source}`` is what the links are joined to.
+_EDGE_ROWS = """
+SELECT DISTINCT ON (lo, hi, kind)
+       source_id, target_id, kind, score, rank, set_id, model, computed_at,
+       count(*) OVER (PARTITION BY lo, hi, kind) > 1 AS bidirectional, lo, hi
+FROM (
+    SELECT l.source_id, l.target_id, l.kind, {norm} AS score, l.rank, l.set_id, l.model,
+           l.computed_at, least(l.source_id, l.target_id) AS lo,
+           greatest(l.source_id, l.target_id) AS hi
+    FROM {source}note_link l
+    CROSS JOIN bounds b
+    JOIN unnest({ids}) AS t(id) ON t.id = l.target_id
+    WHERE l.source_id = ANY({ids}) AND {traversable} AND {norm} >= :min_score::float8
+) AS e
+ORDER BY lo, hi, kind, score DESC, source_id
+"""
+
+
+def _edge_rows(ids: str, source: str) -> str:
+    return (
+        _EDGE_ROWS.replace("{ids}", ids)
+        .replace("{source}", source)
+        .replace("{norm}", _NORMALISED)
+        .replace("{traversable}", _TRAVERSABLE)
+    )
 
 
 def _walk(candidates: str) -> Query:
     # Fixed fragments only: the statements are composed at import from the constants above.
+    # The edges among the returned nodes are read in the same statement, from the last
+    # level's ``seen``: one round trip for the whole neighbourhood.
     return Query(
-        "".join(("WITH RECURSIVE", _BOUNDS, _WALK_TEMPLATE)).replace("{candidates}", candidates)
+        "".join(("WITH RECURSIVE", _BOUNDS, _WALK_TEMPLATE))
+        .replace("{candidates}", candidates)
+        .replace("{edges}", _edge_rows("last.seen", "last CROSS JOIN "))
     )
 
 
 _WALK = _walk(_RANKED_CANDIDATES)
 _WALK_ALL = _walk(_ALL_CANDIDATES)
 
-_EDGES = Query(
-    "".join(
-        (
-            "WITH",
-            _BOUNDS,
-            """,
-e AS (
-    SELECT l.source_id, l.target_id, l.kind, {norm} AS score, l.rank, l.set_id, l.model,
-           l.computed_at, least(l.source_id, l.target_id) AS lo,
-           greatest(l.source_id, l.target_id) AS hi
-    FROM note_link l
-    CROSS JOIN bounds b
-    JOIN unnest(:ids::uuid[]) AS t(id) ON t.id = l.target_id
-    WHERE l.source_id = ANY(:ids::uuid[]) AND {traversable} AND {norm} >= :min_score::float8
-)
-SELECT DISTINCT ON (lo, hi, kind)
-       source_id, target_id, kind, score, rank, set_id, model, computed_at,
-       count(*) OVER (PARTITION BY lo, hi, kind) > 1 AS bidirectional
-FROM e
-ORDER BY lo, hi, kind, score DESC, source_id
-""".replace("{norm}", _NORMALISED).replace("{traversable}", _TRAVERSABLE),
-        )
-    )
-)
+_EDGES = Query("".join(("WITH", _BOUNDS, "\n", _edge_rows(":ids::uuid[]", ""))))
 
 _KEPT_PAIRS = Query(
     "".join(
@@ -246,20 +261,12 @@ JOIN unnest(:ids::uuid[]) AS t(id) ON t.id = k.other
 
 
 @dataclass(frozen=True, slots=True)
-class WalkNode:
-    id: UUID
-    title: str
-    depth: int
-    archived: bool
-    created_at: datetime
-    updated_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
 class WalkResult:
-    """The walk's nodes in BFS order (depth, score desc, id), and what it saw past them."""
+    """The walk's nodes in BFS order (depth, score desc, id), the edges among them (as
+    :meth:`TraversalRepository.links` reads them), and what it saw past them."""
 
-    nodes: list[WalkNode]
+    nodes: list[GraphNode]  # communities not yet assigned
+    edges: list[GraphEdge]
     found: int  # readable nodes found, the returned ones included
     cut: bool  # maxNodes stopped the walk
     reached: int  # the depth of the last level the walk expanded to
@@ -329,23 +336,42 @@ class TraversalRepository:
         rows = await conn.fetch(sql, *args)
         if not rows:
             return None
+        nodes, edges, kinds = [], [], _KINDS
+        # Positional reads, in the statement's column order: node rows (part 0) first.
+        for row in rows:
+            if row[0] == 0:
+                nodes.append(
+                    GraphNode(
+                        id=row[3],
+                        title=row[4],
+                        depth=row[1],
+                        archived=row[5],
+                        created_at=row[6],
+                        updated_at=row[7],
+                    )
+                )
+            else:
+                edges.append(
+                    GraphEdge(
+                        source=row[3],
+                        target=row[12],
+                        kind=kinds[row[13]],
+                        score=row[14],
+                        rank=row[15],
+                        set_id=row[16],
+                        model=row[17],
+                        computed_at=row[18],
+                        bidirectional=row[19],
+                    )
+                )
         last = rows[0]
         return WalkResult(
-            nodes=[
-                WalkNode(
-                    id=row["id"],
-                    title=row["title"],
-                    depth=row["depth"],
-                    archived=row["archived"],
-                    created_at=row["created_at"],
-                    updated_at=row["updated_at"],
-                )
-                for row in rows
-            ],
-            found=last["found"],
-            cut=last["cut"],
-            reached=last["reached"],
-            cut_edges=last["cut_edges"],
+            nodes=nodes,
+            edges=edges,
+            found=last[9],
+            cut=last[10],
+            reached=last[8],
+            cut_edges=last[11],
         )
 
     async def links(

@@ -19,15 +19,12 @@ Contract, for ``neighbourhood(memory, start, request, visibility)``:
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from uuid import UUID
 
 from fortemi.graph.traversal.communities import ConceptLabels, assign_communities
 from fortemi.graph.traversal.models import (
     GRAPH_VERSION,
     GraphMeta,
-    GraphNode,
     GraphParams,
     GraphRequest,
     Neighbourhood,
@@ -88,41 +85,35 @@ class TraversalService:
         repository = self._repository
         k = params.max_edges_per_node
         concepts = self._concepts if communities and labels else None
-        carried: asyncio.Task[dict[UUID, frozenset[UUID]]] | None = None
-        try:
-            async with self._db.memory_transaction(memory) as conn:
-                walk = await repository.walk(
+        # One transaction on one connection for every read, the vocabulary's included:
+        # each is one round trip, where a second connection cost a transaction of its own.
+        async with self._db.memory_transaction(memory) as conn:
+            walk = await repository.walk(
+                conn,
+                start,
+                depth=params.depth,
+                max_nodes=params.max_nodes,
+                min_score=params.min_score,
+                max_edges_per_node=k,
+                gamma=self._gamma,
+                visibility=visibility,
+            )
+            if walk is None:
+                raise NotFound(f"No note {start} in this memory", id=str(start))
+            ids = [node.id for node in walk.nodes]
+            every = walk.edges
+            kept = (
+                None
+                if k is None
+                else await repository.kept_pairs(
                     conn,
-                    start,
-                    depth=params.depth,
-                    max_nodes=params.max_nodes,
+                    ids,
+                    k=k,
                     min_score=params.min_score,
-                    max_edges_per_node=k,
                     gamma=self._gamma,
                     visibility=visibility,
                 )
-                if walk is None:
-                    raise NotFound(f"No note {start} in this memory", id=str(start))
-                ids = [node.id for node in walk.nodes]
-                if concepts is not None:
-                    # The nodes' concepts (another connection) are read while the edges
-                    # are: one round trip of the request's latency hidden.
-                    carried = asyncio.create_task(concepts.concept_ids(memory, ids))
-                every = await repository.links(
-                    conn, ids, min_score=params.min_score, gamma=self._gamma
-                )
-                kept = (
-                    None
-                    if k is None
-                    else await repository.kept_pairs(
-                        conn,
-                        ids,
-                        k=k,
-                        min_score=params.min_score,
-                        gamma=self._gamma,
-                        visibility=visibility,
-                    )
-                )
+            )
             edges = (
                 every
                 if kept is None
@@ -130,32 +121,20 @@ class TraversalService:
                     e for e in every if (min(e.source, e.target), max(e.source, e.target)) in kept
                 ]
             )
-            dropped = len(every) - len(edges)
-            nodes = [
-                GraphNode(
-                    id=node.id,
-                    title=node.title,
-                    depth=node.depth,
-                    archived=node.archived,
-                    created_at=node.created_at,
-                    updated_at=node.updated_at,
-                )
-                for node in walk.nodes
-            ]
+            nodes = walk.nodes
             if communities:
                 nodes = await assign_communities(
                     memory,
                     nodes,
                     edges,
                     concepts,
-                    carried=None if carried is None else await carried,
+                    carried=None
+                    if concepts is None
+                    else await concepts.concept_ids(memory, ids, conn=conn),
                     labels=labels,
+                    conn=conn,
                 )
-        finally:
-            if carried is not None:  # settled, or left behind by an error: never orphaned
-                carried.cancel()
-                with contextlib.suppress(Exception, asyncio.CancelledError):
-                    await carried
+        dropped = len(every) - len(edges)
         meta = GraphMeta(
             total_nodes=walk.found,
             total_edges=len(every) + walk.cut_edges,

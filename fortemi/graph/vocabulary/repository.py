@@ -189,6 +189,11 @@ ORDER BY nc.note_id, nc.is_primary DESC, nc.relevance DESC, nc.created_at, nc.co
     pref=PREF_LABEL_SQL,
 )
 
+# FK-bound to concept (ON DELETE CASCADE): every row names an existing concept.
+_NOTE_CONCEPT_IDS = Query(
+    "SELECT note_id, concept_id FROM note_concept WHERE note_id = ANY(:ids::uuid[])"
+)
+
 _NOTE_CONCEPT_ROWS = Query(
     "SELECT concept_id, source, is_primary FROM note_concept WHERE note_id = :id FOR UPDATE"
 )
@@ -403,6 +408,16 @@ class VocabularyRepository:
         found: dict[UUID, list[NoteConcept]] = {}
         for row in rows:
             found.setdefault(row["note_id"], []).append(NOTE_CONCEPT.from_record(row))
+        return found
+
+    async def note_concept_ids(
+        self, conn: Connection, note_ids: Sequence[UUID]
+    ) -> dict[UUID, set[UUID]]:
+        """The concept ids of each note; notes without any are absent."""
+        rows = await conn.fetch(_NOTE_CONCEPT_IDS.sql, *_NOTE_CONCEPT_IDS.args(ids=list(note_ids)))
+        found: dict[UUID, set[UUID]] = {}
+        for note_id, concept_id in rows:
+            found.setdefault(note_id, set()).add(concept_id)
         return found
 
     async def note_concept_rows(

@@ -243,13 +243,19 @@ class VocabularyService:
             return await self._repo.note_concepts(conn, note_ids)
 
     async def concept_ids(
-        self, memory: str, note_ids: Sequence[UUID]
+        self, memory: str, note_ids: Sequence[UUID], *, conn: Connection | None = None
     ) -> dict[UUID, frozenset[UUID]]:
-        """The concept ids of each of ``note_ids`` (empty set for a note without any)."""
-        found = await self.note_concepts(memory, note_ids)
-        return {
-            note_id: frozenset(c.concept_id for c in found.get(note_id, ())) for note_id in note_ids
-        }
+        """The concept ids of each of ``note_ids`` (empty set for a note without any).
+
+        ``conn``: a transaction the caller holds in ``memory``, to read in (one round trip
+        rather than a transaction of its own)."""
+        if not note_ids:
+            return {}
+        if conn is None:
+            async with self._db.memory_transaction(memory) as own:
+                return await self.concept_ids(memory, note_ids, conn=own)
+        found = await self._repo.note_concept_ids(conn, note_ids)
+        return {note_id: frozenset(found.get(note_id, ())) for note_id in note_ids}
 
     async def relate(
         self, memory: str, pairs: Sequence[tuple[UUID, UUID, float]], *, created_by: str
@@ -294,12 +300,17 @@ class VocabularyService:
         async with self._db.memory_transaction(memory) as conn:
             return await self._repo.cooccurrence(conn, concept_ids)
 
-    async def labels(self, memory: str, concept_ids: Sequence[UUID]) -> dict[UUID, str]:
-        """The preferred label of each existing concept of ``concept_ids``."""
+    async def labels(
+        self, memory: str, concept_ids: Sequence[UUID], *, conn: Connection | None = None
+    ) -> dict[UUID, str]:
+        """The preferred label of each existing concept of ``concept_ids``; ``conn`` as
+        for :meth:`concept_ids`."""
         if not concept_ids:
             return {}
-        async with self._db.memory_transaction(memory) as conn:
-            return await self._repo.pref_labels(conn, concept_ids)
+        if conn is None:
+            async with self._db.memory_transaction(memory) as own:
+                return await self._repo.pref_labels(own, concept_ids)
+        return await self._repo.pref_labels(conn, concept_ids)
 
     async def expand(
         self,

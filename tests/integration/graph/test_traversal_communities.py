@@ -10,7 +10,7 @@ import pytest
 
 from fortemi.graph.traversal import GraphRequest, TraversalService
 from fortemi.graph.vocabulary import ConceptProposal, VocabularyService
-from fortemi.platform.database import Database
+from fortemi.platform.database import Connection, Database
 from fortemi.platform.notes import NoteService
 from tests.support.traversal import Link, add_links, add_notes
 
@@ -66,14 +66,16 @@ class _CountingLabels:
         self.reads = 0
 
     async def concept_ids(
-        self, memory: str, note_ids: Sequence[UUID]
+        self, memory: str, note_ids: Sequence[UUID], *, conn: Connection | None = None
     ) -> dict[UUID, frozenset[UUID]]:
         self.reads += 1
-        return await self._vocabulary.concept_ids(memory, note_ids)
+        return await self._vocabulary.concept_ids(memory, note_ids, conn=conn)
 
-    async def labels(self, memory: str, concept_ids: Sequence[UUID]) -> dict[UUID, str]:
+    async def labels(
+        self, memory: str, concept_ids: Sequence[UUID], *, conn: Connection | None = None
+    ) -> dict[UUID, str]:
         self.reads += 1
-        return await self._vocabulary.labels(memory, concept_ids)
+        return await self._vocabulary.labels(memory, concept_ids, conn=conn)
 
 
 async def test_communities_and_labels_are_skipped_when_the_caller_asks_for_neither(
@@ -111,11 +113,13 @@ class _FailingLabels:
     """A vocabulary whose concept read fails after the edges are read."""
 
     async def concept_ids(
-        self, memory: str, note_ids: Sequence[UUID]
+        self, memory: str, note_ids: Sequence[UUID], *, conn: Connection | None = None
     ) -> dict[UUID, frozenset[UUID]]:
         raise RuntimeError("vocabulary unavailable")
 
-    async def labels(self, memory: str, concept_ids: Sequence[UUID]) -> dict[UUID, str]:
+    async def labels(
+        self, memory: str, concept_ids: Sequence[UUID], *, conn: Connection | None = None
+    ) -> dict[UUID, str]:
         raise AssertionError("never reached")
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 from uuid import UUID, uuid4
 
 import pytest
 
 from fortemi.auth.local_issuer import LocalIssuer
+from fortemi.platform.errors import Unavailable
 from fortemi.platform.ids import parse_note_id, to_global_id
 from fortemi.runtime import Runtime
 from tests.integration.graphql.conftest import GraphQLCall, error_codes
@@ -401,3 +403,59 @@ async def test_a_pair_linked_both_ways_is_one_edge_per_kind_in_its_stronger_dire
 
 def _uuid(global_id: str) -> UUID:
     return parse_note_id(global_id)
+
+
+async def test_the_walk_overlaps_the_audit_write_and_the_answer_waits_for_its_commit(
+    gql: GraphQLCall, runtime: Runtime, memory: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = await add_notes(runtime.notes, memory, ["a", "b"])
+    await add_links(runtime.db, memory, [Link(a, b, "explicit", 0.5)])
+    events: list[str] = []
+    record, neighbourhood = runtime.audit.record, runtime.services.traversal.neighbourhood
+
+    async def recording(records: Any) -> None:
+        events.append("record")
+        await record(records)
+        events.append("recorded")
+
+    async def walking(*args: Any, **kwargs: Any) -> Any:
+        events.append("walk")
+        return await neighbourhood(*args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(runtime.audit, "record", recording)
+        patched.setattr(runtime.services.traversal, "neighbourhood", walking)
+        graph = await _graph(gql, a)
+    assert _titles(graph) == ["a", "b"]
+    # The walk began before the read scope's audit row committed.
+    assert events.index("walk") < events.index("recorded")
+
+
+async def test_a_graph_whose_read_scope_cannot_be_audited_is_refused_after_the_walk(
+    gql: GraphQLCall, runtime: Runtime, memory: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (a,) = await add_notes(runtime.notes, memory, ["secret"])
+    walked: list[bool] = []
+    neighbourhood = runtime.services.traversal.neighbourhood
+
+    async def walking(*args: Any, **kwargs: Any) -> Any:
+        found = await neighbourhood(*args, **kwargs)
+        walked.append(True)
+        return found
+
+    async def audit_down(records: object) -> None:
+        # Fails once the walk has its answer, the latest a failure can come.
+        for _ in range(10_000):
+            if walked:
+                break
+            await asyncio.sleep(0)
+        raise Unavailable("The audit log is unavailable; the request was refused")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(runtime.audit, "record", audit_down)
+        patched.setattr(runtime.services.traversal, "neighbourhood", walking)
+        body = await gql(GRAPH, {"id": gid(a)})
+    assert walked == [True]
+    assert error_codes(body) == ["SERVICE_UNAVAILABLE"]
+    assert body["data"] is None
+    assert "secret" not in str(body)

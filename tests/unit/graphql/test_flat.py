@@ -67,6 +67,8 @@ DOCUMENTS = [
     "{ box { dots { __typename ident: id n: name weight } first { colour c2: colour } } }",
     "query($skip: Boolean!) { box { dots { id name @skip(if: $skip) size @include(if: $skip) } } }",
     "fragment F on Dot { name tags } { box { dots { id ...F ... on Dot { size } } } }",
+    "{ box { dots { __typename } first { __typename t: __typename } } }",
+    "{ box { dots { colour c: colour seenAt weight } } }",
 ]
 
 
@@ -121,3 +123,35 @@ async def test_values_a_built_in_scalar_refuses_give_the_ordinary_error() -> Non
     assert expected.errors is not None
     assert got.errors is not None
     assert [e.message for e in got.errors] == [e.message for e in expected.errors]
+
+
+async def test_a_column_mixing_types_or_holding_nulls_answers_as_ordinary_execution() -> None:
+    # Fields are completed column by column: a Float column of ints and floats is coerced
+    # as a whole, a nullable column keeps its gaps, an empty list is an empty list.
+    dots = [_dot(i) for i in range(6)]
+    dots[2].weight = 4  # an int in a Float field
+    dots[4].weight = None
+    fast, ordinary = _schemas(Box(dots=dots, first=_dot(7)))
+    document = "{ box { dots { id weight size colour } } }"
+    expected = await ordinary.execute(document)
+    got = await fast.execute(document)
+    assert expected.errors is None
+    assert got.errors is None
+    assert got.data == expected.data
+    assert got.data is not None
+    assert [dot["weight"] for dot in got.data["box"]["dots"]] == [0.0, None, 4.0, None, None, None]
+    empty, ordinary_empty = _schemas(Box(dots=[], first=_dot(1)))
+    assert (await empty.execute(document)).data == (await ordinary_empty.execute(document)).data
+
+
+async def test_a_value_an_enum_refuses_gives_the_ordinary_error() -> None:
+    bad = _dot(1)
+    bad.colour = "green"  # type: ignore[assignment]
+    fast, ordinary = _schemas(Box(dots=[_dot(2), bad], first=_dot(3)))
+    document = "{ box { dots { id colour } } }"
+    expected = await ordinary.execute(document)
+    got = await fast.execute(document)
+    assert expected.errors is not None
+    assert got.errors is not None
+    assert [e.message for e in got.errors] == [e.message for e in expected.errors]
+    assert got.data == expected.data

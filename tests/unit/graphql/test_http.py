@@ -84,3 +84,24 @@ def test_lists_are_encoded_in_runs_and_an_oversized_one_stops_within_a_run() -> 
     with pytest.raises(ResponseTooLarge):
         encode_within({"data": {"nodes": small}}, whole - 1)
     assert encode_within({"data": {"nodes": small}}, whole).endswith("]}}")
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"title": 'caf\u00e9 \u2028 \U0001f600 \x01 "q" \\ /', "n": [0.1, -0.0, 1e300, 3]},
+        {"big": 2**70},  # past orjson's 64 bits: the standard encoder writes it
+        {"data": {"1": {"2": None}}, "nested": [[], {}, [True]]},
+    ],
+    ids=["non-ascii", "big integer", "nesting"],
+)
+def test_the_fast_encoder_writes_the_standard_encoders_text(data: dict[str, object]) -> None:
+    assert encode_within(data, 10_000) == json.dumps(data, separators=(",", ":"))
+
+
+def test_non_ascii_counts_escaped_against_the_limit() -> None:
+    data = {"t": "\u00e9" * 100}  # 200 bytes of UTF-8, 600 characters escaped
+    whole = len(json.dumps(data, separators=(",", ":")))
+    assert len(encode_within(data, whole)) == whole
+    with pytest.raises(ResponseTooLarge):
+        encode_within(data, whole - 1)
