@@ -8,13 +8,14 @@ plan is computed off the event loop (it is CPU work: exact kNN, PFNET, Louvain).
 from __future__ import annotations
 
 import asyncio
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 from uuid import UUID
 
-from fortemi.graph.maintenance.algorithms import Communities, Pair
+from fortemi.graph.maintenance.algorithms import Communities
 from fortemi.graph.maintenance.plan import (
     MaintenancePlan,
     MaintenanceSettings,
@@ -135,10 +136,10 @@ class GraphMaintenance:
     ) -> MaintenanceReport:
         async with self._db.memory_transaction(memory) as conn:
             chosen = set_id if set_id is not None else await self._repo.busiest_set(conn)
-            state = await self._repo.state(conn, chosen)
+            graph = await self._repo.graph(conn, chosen)
         plan = await asyncio.to_thread(
             plan_maintenance,
-            state,
+            graph,
             steps,
             self._settings,
             allow_aggressive_pruning=allow_aggressive_pruning,
@@ -148,8 +149,7 @@ class GraphMaintenance:
             plan.metrics["communities"]["labelled"] = sum(1 for label, _ in labels if label)
         if dry_run or plan.aborted is not None:
             return MaintenanceReport(plan.steps, dry_run, plan.aborted, plan.metrics, None)
-        kept = [p for p in state.semantic if p not in plan.deleted]
-        snapshot = await self._write(memory, plan, kept, labels, actor)
+        snapshot = await self._write(memory, plan, labels, actor)
         return MaintenanceReport(plan.steps, dry_run, None, plan.metrics, snapshot)
 
     async def _labels(
@@ -173,14 +173,23 @@ class GraphMaintenance:
         self,
         memory: str,
         plan: MaintenancePlan,
-        kept: Sequence[Pair],
         labels: Sequence[tuple[str | None, UUID | None]],
         actor: str | None,
     ) -> Snapshot:
+        """What the plan decided, in one transaction: only the semantic pairs it deletes
+        or whose SNN score or PFNET flag it changes are written."""
         repo = self._repo
+        graph, semantic = plan.graph, plan.graph.semantic
+        gone, changed = plan.deleted_mask, plan.changed_mask
+        snn: list[float | None] | None = None
+        if plan.snn_scores is not None:
+            snn = [None if math.isnan(s) else s for s in plan.snn_scores[changed].tolist()]
+        pruned = None if plan.pruned_mask is None else plan.pruned_mask[changed].tolist()
         async with self._db.memory_transaction(memory, subject=f"Graph of {memory}") as conn:
-            await repo.delete_pairs(conn, sorted(plan.deleted))
-            await repo.mark(conn, kept, plan.snn, plan.pruned)
+            await repo.delete_pairs(conn, graph.ids(semantic.a[gone]), graph.ids(semantic.b[gone]))
+            await repo.mark(
+                conn, graph.ids(semantic.a[changed]), graph.ids(semantic.b[changed]), snn, pruned
+            )
             if plan.communities is not None:
                 await repo.replace_communities(conn, plan.communities, labels)
             return await repo.add_snapshot(conn, [s.value for s in plan.steps], plan.metrics, actor)
