@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import cached_property
 from typing import Any
@@ -47,6 +47,8 @@ __all__ = [
     "MaintenancePlan",
     "MaintenanceSettings",
     "Step",
+    "plan_communities",
+    "plan_links",
     "plan_maintenance",
 ]
 
@@ -206,11 +208,24 @@ def plan_maintenance(
     allow_aggressive_pruning: bool = False,
 ) -> MaintenancePlan:
     """The plan of a run of ``steps`` (in their fixed order, whatever order is given)."""
+    links = plan_links(state, steps, settings, allow_aggressive_pruning=allow_aggressive_pruning)
+    return links if links.aborted is not None else plan_communities(links, settings)
+
+
+def plan_links(
+    state: GraphState | IndexedGraph,
+    steps: Sequence[Step],
+    settings: MaintenanceSettings,
+    *,
+    allow_aggressive_pruning: bool = False,
+) -> MaintenancePlan:
+    """The first half of a plan, all that decides what happens to the links: SNN, PFNET,
+    the normalisation bounds. :func:`plan_communities` completes it; the job writes the
+    links meanwhile."""
     graph = state if isinstance(state, IndexedGraph) else IndexedGraph.of(state)
     chosen = tuple(step for step in Step if step in set(steps))
     nodes = graph.size
-    n = nodes
-    all_edges = len(np.union1d(graph.semantic.keys(n), graph.other.keys(n)))
+    all_edges = len(np.union1d(graph.semantic.keys(nodes), graph.other.keys(nodes)))
     metrics: dict[str, Any] = {
         "nodes": nodes,
         "edgesBefore": all_edges,
@@ -227,7 +242,6 @@ def plan_maintenance(
             return MaintenancePlan(chosen, aborted, graph, deleted, snn, None, None, metrics)
     alive = ~deleted
     semantic = graph.semantic.subset(alive)
-    pruned = graph.pruned[alive]
     new_pruned: Mask | None = None
     if Step.PFNET in chosen:
         began = time.perf_counter()
@@ -243,17 +257,34 @@ def plan_maintenance(
             "retention": (len(semantic) - count) / len(semantic) if len(semantic) else 1.0,
             "ms": _ms_since(began),
         }
-    scores = semantic.score
-    bounds = (float(scores.min()), float(scores.max())) if len(scores) else (0.0, 1.0)
     if Step.NORMALIZE in chosen:
-        metrics["normalize"] = {"min": bounds[0], "max": bounds[1], "gamma": settings.gamma}
+        low, high = _bounds(semantic)
+        metrics["normalize"] = {"min": low, "max": high, "gamma": settings.gamma}
+    return MaintenancePlan(chosen, None, graph, deleted, snn, new_pruned, None, metrics)
+
+
+def _bounds(semantic: Edges) -> tuple[float, float]:
+    """Min and max of the semantic scores, the normalisation's bounds."""
+    scores = semantic.score
+    return (float(scores.min()), float(scores.max())) if len(scores) else (0.0, 1.0)
+
+
+def plan_communities(links: MaintenancePlan, settings: MaintenanceSettings) -> MaintenancePlan:
+    """``links`` (from :func:`plan_links`, not aborted) completed: Louvain on the
+    traversable graph when its step was chosen, and the figures after the run."""
+    graph, nodes = links.graph, links.graph.size
+    alive = ~links.deleted_mask
+    semantic = graph.semantic.subset(alive)
+    pruned = (graph.pruned if links.pruned_mask is None else links.pruned_mask)[alive]
     walked = semantic.subset(~pruned)
-    traversable = _traversable(graph, walked, normalise_all(walked.score, *bounds, settings.gamma))
+    weights = normalise_all(walked.score, *_bounds(semantic), settings.gamma)
+    traversable = _traversable(graph, walked, weights)
+    metrics = dict(links.metrics)
     found: Communities | None = None
-    if Step.COMMUNITIES in chosen:
+    if Step.COMMUNITIES in links.steps:
         began = time.perf_counter()
         louvain = partition(
-            n, traversable.a, traversable.b, traversable.score, resolution=settings.resolution
+            nodes, traversable.a, traversable.b, traversable.score, resolution=settings.resolution
         )
         found = louvain.on(graph.notes)
         metrics["communities"] = {
@@ -269,4 +300,4 @@ def plan_maintenance(
         meanDegreeAfter=_mean_degree(len(traversable), nodes),
         isolatedNodes=nodes - touched,
     )
-    return MaintenancePlan(chosen, None, graph, deleted, snn, new_pruned, found, metrics)
+    return replace(links, communities=found, metrics=metrics)

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from uuid import UUID
 
-from fortemi.graph.maintenance.algorithms import Communities
 from fortemi.graph.maintenance.plan import (
     MaintenancePlan,
     MaintenanceSettings,
     Step,
-    plan_maintenance,
+    plan_communities,
+    plan_links,
 )
 from fortemi.graph.maintenance.repository import CommunityRow, MaintenanceRepository, Snapshot
 from fortemi.platform.database import Database
@@ -35,6 +35,8 @@ __all__ = [
 ]
 
 MAX_SNAPSHOTS_PAGE = 100
+# The concepts on each note, and each concept's preferred label.
+_Concepts = tuple[dict[UUID, frozenset[UUID]], dict[UUID, str]]
 
 
 class ConceptLabels(Protocol):
@@ -137,62 +139,90 @@ class GraphMaintenance:
         async with self._db.memory_transaction(memory) as conn:
             chosen = set_id if set_id is not None else await self._repo.busiest_set(conn)
             graph = await self._repo.graph(conn, chosen)
-        plan = await asyncio.to_thread(
-            plan_maintenance,
-            graph,
-            steps,
-            self._settings,
-            allow_aggressive_pruning=allow_aggressive_pruning,
+        # The notes' concepts are read while SNN and PFNET compute (off the event loop).
+        links, concepts = await asyncio.gather(
+            asyncio.to_thread(
+                plan_links,
+                graph,
+                steps,
+                self._settings,
+                allow_aggressive_pruning=allow_aggressive_pruning,
+            ),
+            self._concepts_of(memory, graph.notes if Step.COMMUNITIES in steps else []),
         )
-        labels = await self._labels(memory, plan.communities)
-        if plan.communities is not None:
-            plan.metrics["communities"]["labelled"] = sum(1 for label, _ in labels if label)
-        if dry_run or plan.aborted is not None:
-            return MaintenanceReport(plan.steps, dry_run, plan.aborted, plan.metrics, None)
-        snapshot = await self._write(memory, plan, labels, actor)
+        if links.aborted is not None:
+            return MaintenanceReport(links.steps, dry_run, links.aborted, links.metrics, None)
+        if dry_run:
+            plan = await asyncio.to_thread(plan_communities, links, self._settings)
+            self._labels(plan, concepts)
+            return MaintenanceReport(plan.steps, dry_run, None, plan.metrics, None)
+        plan, snapshot = await self._write(memory, links, concepts, actor)
         return MaintenanceReport(plan.steps, dry_run, None, plan.metrics, snapshot)
 
-    async def _labels(
-        self, memory: str, found: Communities | None
-    ) -> list[tuple[str | None, UUID | None]]:
-        """Each community's most frequent concept (ties: the smaller id) and its label."""
+    async def _concepts_of(self, memory: str, notes: Sequence[UUID]) -> _Concepts:
+        """The concepts on ``notes``, and the labels of all of them: each community's
+        label is then found without the database, inside the write."""
+        if self._concepts is None or not notes:
+            return {}, {}
+        on = await self._concepts.concept_ids(memory, notes)
+        every = sorted({concept for concepts in on.values() for concept in concepts})
+        return on, await self._concepts.labels(memory, every) if every else {}
+
+    @staticmethod
+    def _labels(plan: MaintenancePlan, concepts: _Concepts) -> list[tuple[str | None, UUID | None]]:
+        """Each community's most frequent concept (ties: the smaller id) and its label;
+        the number labelled goes to the plan's figures."""
+        found = plan.communities
         if found is None:
             return []
-        if self._concepts is None or not found.community:
-            return [(None, None)] * len(found.members)
-        concepts = await self._concepts.concept_ids(memory, sorted(found.community))
+        on, named = concepts
         tops: list[UUID | None] = []
         for members in found.members:
-            counts = Counter(c for note in members for c in concepts.get(note, frozenset()))
+            counts = Counter(c for note in members for c in on.get(note, frozenset()))
             best = min(counts.items(), key=lambda item: (-item[1], item[0]), default=None)
             tops.append(None if best is None else best[0])
-        named = await self._concepts.labels(memory, [c for c in tops if c is not None])
-        return [(None, None) if c is None else (named.get(c), c) for c in tops]
+        labels: list[tuple[str | None, UUID | None]] = [
+            (None, None) if c is None else (named.get(c), c) for c in tops
+        ]
+        plan.metrics["communities"]["labelled"] = sum(1 for label, _ in labels if label)
+        return labels
 
     async def _write(
-        self,
-        memory: str,
-        plan: MaintenancePlan,
-        labels: Sequence[tuple[str | None, UUID | None]],
-        actor: str | None,
-    ) -> Snapshot:
+        self, memory: str, links: MaintenancePlan, concepts: _Concepts, actor: str | None
+    ) -> tuple[MaintenancePlan, Snapshot]:
         """What the plan decided, in one transaction: only the semantic pairs it deletes
-        or whose SNN score or PFNET flag it changes are written."""
+        or whose SNN score or PFNET flag it changes are written. Louvain runs (in a
+        thread) while PostgreSQL writes the links: at 10k notes each takes 1.5-3 s, and
+        they use different cores."""
         repo = self._repo
-        graph, semantic = plan.graph, plan.graph.semantic
-        gone, changed = plan.deleted_mask, plan.changed_mask
+        graph, semantic = links.graph, links.graph.semantic
+        gone, changed = links.deleted_mask, links.changed_mask
         snn: list[float | None] | None = None
-        if plan.snn_scores is not None:
-            snn = [None if math.isnan(s) else s for s in plan.snn_scores[changed].tolist()]
-        pruned = None if plan.pruned_mask is None else plan.pruned_mask[changed].tolist()
+        if links.snn_scores is not None:
+            snn = [None if math.isnan(s) else s for s in links.snn_scores[changed].tolist()]
+        pruned = None if links.pruned_mask is None else links.pruned_mask[changed].tolist()
         async with self._db.memory_transaction(memory, subject=f"Graph of {memory}") as conn:
-            await repo.delete_pairs(conn, graph.ids(semantic.a[gone]), graph.ids(semantic.b[gone]))
-            await repo.mark(
-                conn, graph.ids(semantic.a[changed]), graph.ids(semantic.b[changed]), snn, pruned
+            louvain = asyncio.ensure_future(
+                asyncio.to_thread(plan_communities, links, self._settings)
             )
+            try:
+                await repo.delete_pairs(
+                    conn, graph.ids(semantic.a[gone]), graph.ids(semantic.b[gone])
+                )
+                await repo.mark(
+                    conn,
+                    graph.ids(semantic.a[changed]),
+                    graph.ids(semantic.b[changed]),
+                    snn,
+                    pruned,
+                )
+            finally:  # nothing of the run outlives it, even when a write fails
+                plan = await louvain
+            labels = self._labels(plan, concepts)
             if plan.communities is not None:
                 await repo.replace_communities(conn, plan.communities, labels)
-            return await repo.add_snapshot(conn, [s.value for s in plan.steps], plan.metrics, actor)
+            steps = [s.value for s in plan.steps]
+            return plan, await repo.add_snapshot(conn, steps, plan.metrics, actor)
 
     async def snapshots(self, memory: str, *, limit: int = 20) -> list[Snapshot]:
         """The newest ``limit`` snapshots (1..100), newest first."""
