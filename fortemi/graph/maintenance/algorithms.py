@@ -94,12 +94,17 @@ def _top(sims: npt.NDArray[np.float32], take: int) -> Ints:
     sample = sims[:, :: n // _SAMPLE]
     m = sample.shape[1]
     bound = np.partition(sample, m - take, axis=1)[:, m - take]
-    rows, cols = np.nonzero(sims >= bound[:, None])
-    # By row, then similarity descending, then column: each row's first ``take``.
-    order = np.lexsort((cols, -sims[rows, cols], rows))
-    cols = cols[order]
-    starts = np.searchsorted(rows[order], np.arange(sims.shape[0]))
-    picked: Ints = cols[starts[:, None] + np.arange(take)].astype(np.int64, copy=False)
+    flat = np.flatnonzero(sims >= bound[:, None])
+    rows = flat // n
+    # Each row's candidates by similarity descending, then column: one stable sort of
+    # (row, similarity as an order-preserving integer), in flat (row, column) order. A
+    # third of the time of a three-key lexsort of row, similarity and column.
+    descending = -sims.reshape(-1)[flat] + np.float32(0.0)  # + 0.0: no -0.0
+    bits = descending.view(np.int32).astype(np.int64)
+    key = np.where(bits < 0, ~bits & 0x7FFFFFFF, bits | 0x80000000)
+    order = np.argsort((rows << 32) | key, kind="stable")
+    starts = np.searchsorted(rows, np.arange(sims.shape[0]))
+    picked: Ints = (flat[order] % n)[starts[:, None] + np.arange(take)]
     return picked
 
 
@@ -148,9 +153,16 @@ def snn_scores(
     return [min(1.0, len(knn[a] & knn[b]) / k) for a, b in pairs]
 
 
-def distances(matrix: npt.NDArray[np.float32], i: Ints, j: Ints) -> npt.NDArray[np.float32]:
-    """``1 - cosine`` of rows ``i[e]`` and ``j[e]`` (unit vectors), in float32."""
-    similarity: npt.NDArray[np.float32] = np.einsum("ij,ij->i", matrix[i], matrix[j])
+def distances(
+    matrix: npt.NDArray[np.float32], i: Ints, j: Ints, *, chunk: int = 1024
+) -> npt.NDArray[np.float32]:
+    """``1 - cosine`` of rows ``i[e]`` and ``j[e]`` (unit vectors), in float32. A chunk
+    of rows at a time, so the gathered rows stay in cache: gathering 57k pairs of
+    384-float rows at once was 2-5 times slower (memory traffic), with the same values."""
+    similarity = np.empty(len(i), dtype=np.float32)
+    for start in range(0, len(i), chunk):
+        end = start + chunk
+        similarity[start:end] = np.einsum("ij,ij->i", matrix[i[start:end]], matrix[j[start:end]])
     return np.float32(1.0) - similarity
 
 
@@ -193,11 +205,12 @@ def pfnet_mask(
 
     judged = np.flatnonzero((rows[ends_a] >= 0) & (rows[ends_b] >= 0) & (ends_a != ends_b))
     a, c = ends_a[judged], ends_b[judged]
-    direct = distances(matrix, rows[a], rows[c])
-    # A prunable pair that is a path edge takes that edge's length (the same computation).
+    # A prunable pair that is a path edge (always, in a plan) has that edge's length.
     key = np.minimum(a, c) * n + np.maximum(a, c)
     at = np.minimum(np.searchsorted(keys, key), len(keys) - 1)
-    direct = np.where(keys[at] == key, lengths[at], direct)
+    found = keys[at] == key
+    direct = lengths[at]
+    direct[~found] = distances(matrix, rows[a[~found]], rows[c[~found]])
     near = np.where(degree[a] <= degree[c], a, c)
     far = np.where(degree[a] <= degree[c], c, a)
     counts = degree[near]
