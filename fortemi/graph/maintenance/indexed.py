@@ -27,6 +27,7 @@ __all__ = [
     "GraphState",
     "Ids",
     "IndexedGraph",
+    "NoteVectors",
     "OtherRows",
     "Positions",
     "SemanticRows",
@@ -39,6 +40,8 @@ Positions = npt.NDArray[np.int64]
 # Note ids as an (m, 2) array of their two 64-bit halves, most significant first: sorted
 # as rows, they sort as PostgreSQL and Python sort uuids (by their 16 bytes).
 Ids = npt.NDArray[np.uint64]
+# Notes with a vector, and their vectors as the rows of a matrix in the same order.
+NoteVectors = tuple[Ids, npt.NDArray[np.float32]]
 
 
 def ids_from_bytes(raw: bytes) -> Ids:
@@ -162,7 +165,7 @@ class IndexedGraph:
     @classmethod
     def build(
         cls,
-        vectors: tuple[Ids, npt.NDArray[np.float32]],
+        vectors: NoteVectors,
         semantic: SemanticRows,
         other: OtherRows,
         extra_notes: Ids | None = None,

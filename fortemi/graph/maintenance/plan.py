@@ -50,10 +50,12 @@ __all__ = [
     "plan_communities",
     "plan_links",
     "plan_maintenance",
+    "snn_k",
 ]
 
 SNN_SAFETY_ABORTED = "snn_safety_aborted"
 Mask = npt.NDArray[np.bool_]
+Ints = npt.NDArray[np.int64]
 
 
 class Step(StrEnum):
@@ -132,19 +134,26 @@ def _mean_degree(edges: int, nodes: int) -> float:
     return 2.0 * edges / nodes if nodes else 0.0
 
 
+def snn_k(vectors: int, settings: MaintenanceSettings) -> int:
+    """SNN's k for a memory of ``vectors`` note vectors (the linking's adaptive k)."""
+    return adaptive_k(vectors, low=settings.k_min, high=settings.k_max)
+
+
 def _snn(
     graph: IndexedGraph,
     settings: MaintenanceSettings,
     allow_aggressive: bool,
     metrics: dict[str, Any],
+    knn: Ints | None,
 ) -> tuple[npt.NDArray[np.float64] | None, Mask, str | None]:
     """SNN scores of the semantic edges (NaN: not scored), the edges it deletes, and the
-    abort reason, if any; its figures go to ``metrics["snn"]``."""
+    abort reason, if any; its figures go to ``metrics["snn"]``. ``knn``: the vectors'
+    :func:`knn_rows` for this k, if already computed."""
     nodes = graph.size
     semantic = graph.semantic
     edges = len(semantic)
     none = np.zeros(edges, dtype=bool)
-    k = adaptive_k(graph.matrix.shape[0], low=settings.k_min, high=settings.k_max)
+    k = snn_k(graph.matrix.shape[0], settings)
     before = _mean_degree(edges, nodes)
     report: dict[str, Any] = {"k": k, "edgesBefore": edges, "meanDegreeBefore": before}
     metrics["snn"] = report
@@ -152,7 +161,8 @@ def _snn(
         report.update(status="skipped", reason=f"mean degree {before:.2f} is below k = {k}")
         report.update(edgesAfter=edges)
         return None, none, None
-    knn = knn_rows(graph.matrix, k)
+    if knn is None or len(knn) != graph.matrix.shape[0]:
+        knn = knn_rows(graph.matrix, k)
     row_a, row_b = graph.rows[semantic.a], graph.rows[semantic.b]
     # A pair one of whose notes has no vector cannot be judged: it stays, unscored.
     scorable = (row_a >= 0) & (row_b >= 0)
@@ -218,10 +228,12 @@ def plan_links(
     settings: MaintenanceSettings,
     *,
     allow_aggressive_pruning: bool = False,
+    knn: Ints | None = None,
 ) -> MaintenancePlan:
     """The first half of a plan, all that decides what happens to the links: SNN, PFNET,
     the normalisation bounds. :func:`plan_communities` completes it; the job writes the
-    links meanwhile."""
+    links meanwhile. ``knn``: :func:`knn_rows` of the graph's matrix with
+    :func:`snn_k`, when the caller computed it already (beside reading the links)."""
     graph = state if isinstance(state, IndexedGraph) else IndexedGraph.of(state)
     chosen = tuple(step for step in Step if step in set(steps))
     nodes = graph.size
@@ -236,7 +248,7 @@ def plan_links(
     deleted = np.zeros(len(graph.semantic), dtype=bool)
     if Step.SNN in chosen:
         began = time.perf_counter()
-        snn, deleted, aborted = _snn(graph, settings, allow_aggressive_pruning, metrics)
+        snn, deleted, aborted = _snn(graph, settings, allow_aggressive_pruning, metrics, knn)
         metrics["snn"]["ms"] = _ms_since(began)
         if aborted is not None:
             return MaintenancePlan(chosen, aborted, graph, deleted, snn, None, None, metrics)

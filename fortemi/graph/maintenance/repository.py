@@ -18,7 +18,7 @@ from fortemi.graph.links.repository import NOTE_LINK
 from fortemi.graph.maintenance.algorithms import Communities, Vector
 from fortemi.graph.maintenance.indexed import (
     Ids,
-    IndexedGraph,
+    NoteVectors,
     OtherRows,
     SemanticRows,
     ids_from_bytes,
@@ -81,6 +81,9 @@ _SEMANTIC = NOTE_LINK.query(
     """
     + _LINK_FROM
     + "WHERE l.kind = 'semantic' AND l.source_id < l.target_id",
+)
+_SEMANTIC_PAIRS = Query(
+    "SELECT count(*) FROM note_link WHERE kind = 'semantic' AND source_id < target_id"
 )
 _OTHER = NOTE_LINK.query(
     """
@@ -149,20 +152,29 @@ class MaintenanceRepository:
         found = await conn.fetchval(_BUSIEST_SET.sql)
         return None if found is None else int(found)
 
-    async def graph(self, conn: Connection, set_id: int | None) -> IndexedGraph:
-        """The memory's graph: note vectors of ``set_id`` and the links between live notes."""
+    async def vectors(self, conn: Connection, set_id: int | None) -> NoteVectors:
+        """The live notes' vectors in ``set_id``, in note id order (the plan's order)."""
         notes: list[UUID] = []
         vectors: list[Vector] = []
         if set_id is not None:
             for row in await conn.fetch(_VECTORS.sql, *_VECTORS.args(set_id=set_id)):
                 notes.append(row["note_id"])
                 vectors.append(stored_vector(row["embedding"]))
+        ids, matrix = ids_of(notes), stack(vectors)
+        order = np.lexsort((ids[:, 1], ids[:, 0]))  # PostgreSQL's uuid order is the same
+        return ids[order], matrix[order]
+
+    async def semantic_pairs(self, conn: Connection) -> int:
+        """About how many semantic pairs the memory holds (deleted notes' included)."""
+        return int(await conn.fetchval(_SEMANTIC_PAIRS.sql) or 0)
+
+    async def links(self, conn: Connection) -> tuple[SemanticRows, OtherRows]:
+        """The links between live notes: semantic ones once per pair, the others as rows."""
         semantic = await conn.fetchrow(_SEMANTIC.sql)
         other = await conn.fetchrow(_OTHER.sql)
         if semantic is None or other is None:
             raise RuntimeError("an aggregate query returned no row")
-        return IndexedGraph.build(
-            (ids_of(notes), stack(vectors)),
+        return (
             SemanticRows(
                 _ids(semantic["sources"]),
                 _ids(semantic["targets"]),
@@ -204,15 +216,17 @@ class MaintenanceRepository:
             ),
         )
 
-    async def replace_communities(
+    async def clear_communities(self, conn: Connection) -> None:
+        await conn.execute(_CLEAR_NOTE_COMMUNITIES.sql)
+        await conn.execute(_CLEAR_COMMUNITIES.sql)
+
+    async def add_communities(
         self,
         conn: Connection,
         found: Communities,
         labels: Sequence[tuple[str | None, UUID | None]],
     ) -> None:
-        """Make ``found`` the memory's communities; ``labels[i]`` is community i's."""
-        await conn.execute(_CLEAR_NOTE_COMMUNITIES.sql)
-        await conn.execute(_CLEAR_COMMUNITIES.sql)
+        """Store ``found`` (after :meth:`clear_communities`); ``labels[i]`` is community i's."""
         notes = sorted(found.community)
         await conn.execute(
             _INSERT_NOTE_COMMUNITIES.sql,

@@ -15,12 +15,18 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from uuid import UUID
 
+import numpy as np
+import numpy.typing as npt
+
+from fortemi.graph.maintenance.algorithms import knn_rows
+from fortemi.graph.maintenance.indexed import IndexedGraph
 from fortemi.graph.maintenance.plan import (
     MaintenancePlan,
     MaintenanceSettings,
     Step,
     plan_communities,
     plan_links,
+    snn_k,
 )
 from fortemi.graph.maintenance.repository import CommunityRow, MaintenanceRepository, Snapshot
 from fortemi.platform.database import Database
@@ -37,6 +43,7 @@ __all__ = [
 MAX_SNAPSHOTS_PAGE = 100
 # The concepts on each note, and each concept's preferred label.
 _Concepts = tuple[dict[UUID, frozenset[UUID]], dict[UUID, str]]
+Ints = npt.NDArray[np.int64]
 
 
 class ConceptLabels(Protocol):
@@ -136,20 +143,30 @@ class GraphMaintenance:
         set_id: int | None = None,
         actor: str | None = None,
     ) -> MaintenanceReport:
-        async with self._db.memory_transaction(memory) as conn:
-            chosen = set_id if set_id is not None else await self._repo.busiest_set(conn)
-            graph = await self._repo.graph(conn, chosen)
-        # The notes' concepts are read while SNN and PFNET compute (off the event loop).
-        links, concepts = await asyncio.gather(
-            asyncio.to_thread(
-                plan_links,
-                graph,
-                steps,
-                self._settings,
-                allow_aggressive_pruning=allow_aggressive_pruning,
-            ),
-            self._concepts_of(memory, graph.notes if Step.COMMUNITIES in steps else []),
-        )
+        steps = list(steps)
+        repo, settings = self._repo, self._settings
+        knn: asyncio.Future[Ints] | None = None
+        try:
+            async with self._db.memory_transaction(memory) as conn:
+                chosen = set_id if set_id is not None else await repo.busiest_set(conn)
+                vectors = await repo.vectors(conn, chosen)
+                # kNN needs only the vectors: it starts now, beside reading the links,
+                # unless SNN will be skipped anyway (mean degree below k; this count is an
+                # upper bound of the plan's).
+                count = len(vectors[1])
+                k = snn_k(count, settings)
+                if Step.SNN in steps and 2 * await repo.semantic_pairs(conn) >= k * count:
+                    knn = asyncio.ensure_future(asyncio.to_thread(knn_rows, vectors[1], k))
+                semantic, other = await repo.links(conn)
+            graph = await asyncio.to_thread(IndexedGraph.build, vectors, semantic, other)
+            # The notes' concepts are read while SNN and PFNET compute (off the event loop).
+            links, concepts = await asyncio.gather(
+                self._plan_links(graph, steps, allow_aggressive_pruning, knn),
+                self._concepts_of(memory, graph.notes if Step.COMMUNITIES in steps else []),
+            )
+        finally:  # nothing of the run outlives it
+            if knn is not None:
+                await asyncio.gather(knn, return_exceptions=True)
         if links.aborted is not None:
             return MaintenanceReport(links.steps, dry_run, links.aborted, links.metrics, None)
         if dry_run:
@@ -158,6 +175,22 @@ class GraphMaintenance:
             return MaintenanceReport(plan.steps, dry_run, None, plan.metrics, None)
         plan, snapshot = await self._write(memory, links, concepts, actor)
         return MaintenanceReport(plan.steps, dry_run, None, plan.metrics, snapshot)
+
+    async def _plan_links(
+        self,
+        graph: IndexedGraph,
+        steps: Sequence[Step],
+        allow_aggressive_pruning: bool,
+        knn: asyncio.Future[Ints] | None,
+    ) -> MaintenancePlan:
+        return await asyncio.to_thread(
+            plan_links,
+            graph,
+            steps,
+            self._settings,
+            allow_aggressive_pruning=allow_aggressive_pruning,
+            knn=None if knn is None else await knn,
+        )
 
     async def _concepts_of(self, memory: str, notes: Sequence[UUID]) -> _Concepts:
         """The concepts on ``notes``, and the labels of all of them: each community's
@@ -206,6 +239,8 @@ class GraphMaintenance:
                 asyncio.to_thread(plan_communities, links, self._settings)
             )
             try:
+                if Step.COMMUNITIES in links.steps:
+                    await repo.clear_communities(conn)
                 await repo.delete_pairs(
                     conn, graph.ids(semantic.a[gone]), graph.ids(semantic.b[gone])
                 )
@@ -220,7 +255,7 @@ class GraphMaintenance:
                 plan = await louvain
             labels = self._labels(plan, concepts)
             if plan.communities is not None:
-                await repo.replace_communities(conn, plan.communities, labels)
+                await repo.add_communities(conn, plan.communities, labels)
             steps = [s.value for s in plan.steps]
             return plan, await repo.add_snapshot(conn, steps, plan.metrics, actor)
 
