@@ -276,7 +276,8 @@ async def database(args: argparse.Namespace, vectors: npt.NDArray[np.float32]) -
                 )
             )
             print(
-                f"of which SNN {steps['snn'].get('ms')} ms, PFNET {steps['pfnet']['ms']} ms, "
+                f"of which exact kNN {steps['snn'].get('knnMs')} ms (beside reading the "
+                f"links), SNN {steps['snn'].get('ms')} ms, PFNET {steps['pfnet']['ms']} ms, "
                 f"Louvain {steps['communities']['ms']} ms (beside the link writes); "
                 f"note_link rows: {written['updated']} updated "
                 f"({written['hot']} HOT), {written['deleted']} deleted"

@@ -162,7 +162,9 @@ def _snn(
         report.update(edgesAfter=edges)
         return None, none, None
     if knn is None or len(knn) != graph.matrix.shape[0]:
+        began = time.perf_counter()
         knn = knn_rows(graph.matrix, k)
+        report["knnMs"] = _ms_since(began)
     row_a, row_b = graph.rows[semantic.a], graph.rows[semantic.b]
     # A pair one of whose notes has no vector cannot be judged: it stays, unscored.
     scorable = (row_a >= 0) & (row_b >= 0)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -121,6 +122,13 @@ def compare_metrics(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[MetricCh
     return [MetricChange(name, left.get(name), right.get(name)) for name in sorted(left | right)]
 
 
+def _timed_knn(matrix: npt.NDArray[np.float32], k: int) -> tuple[Ints, float]:
+    """:func:`knn_rows`, and the milliseconds it took (a figure of the SNN step)."""
+    began = time.perf_counter()
+    found = knn_rows(matrix, k)
+    return found, round((time.perf_counter() - began) * 1000, 1)
+
+
 class GraphMaintenance:
     def __init__(
         self,
@@ -145,7 +153,7 @@ class GraphMaintenance:
     ) -> MaintenanceReport:
         steps = list(steps)
         repo, settings = self._repo, self._settings
-        knn: asyncio.Future[Ints] | None = None
+        knn: asyncio.Future[tuple[Ints, float]] | None = None
         try:
             async with self._db.memory_transaction(memory) as conn:
                 chosen = set_id if set_id is not None else await repo.busiest_set(conn)
@@ -156,7 +164,7 @@ class GraphMaintenance:
                 count = len(vectors[1])
                 k = snn_k(count, settings)
                 if Step.SNN in steps and 2 * await repo.semantic_pairs(conn) >= k * count:
-                    knn = asyncio.ensure_future(asyncio.to_thread(knn_rows, vectors[1], k))
+                    knn = asyncio.ensure_future(asyncio.to_thread(_timed_knn, vectors[1], k))
                 semantic, other = await repo.links(conn)
             graph = await asyncio.to_thread(IndexedGraph.build, vectors, semantic, other)
             # The notes' concepts are read while SNN and PFNET compute (off the event loop).
@@ -181,16 +189,21 @@ class GraphMaintenance:
         graph: IndexedGraph,
         steps: Sequence[Step],
         allow_aggressive_pruning: bool,
-        knn: asyncio.Future[Ints] | None,
+        knn: asyncio.Future[tuple[Ints, float]] | None,
     ) -> MaintenancePlan:
-        return await asyncio.to_thread(
+        found, took = (None, None) if knn is None else await knn
+        plan = await asyncio.to_thread(
             plan_links,
             graph,
             steps,
             self._settings,
             allow_aggressive_pruning=allow_aggressive_pruning,
-            knn=None if knn is None else await knn,
+            knn=found,
         )
+        snn = plan.metrics.get("snn", {})
+        if took is not None and snn.get("status") != "skipped" and "knnMs" not in snn:
+            snn["knnMs"] = took  # computed beside the read, before the step's own "ms"
+        return plan
 
     async def _concepts_of(self, memory: str, notes: Sequence[UUID]) -> _Concepts:
         """The concepts on ``notes``, and the labels of all of them: each community's

@@ -314,6 +314,7 @@ async def test_snn_that_would_prune_too_much_aborts_the_job_and_writes_nothing(
     assert allowed.kind == "success"
     assert allowed.result is not None
     assert allowed.result["metrics"]["snn"]["status"] == "ran"
+    assert allowed.result["metrics"]["snn"]["knnMs"] >= 0  # kNN, started beside the read
     after = await _graph_rows(db, memory)
     assert len(after["links"]) < len(before["links"])
     topic = {note: i // 5 for i, note in enumerate(ids)}
