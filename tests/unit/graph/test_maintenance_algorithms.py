@@ -192,15 +192,16 @@ def test_knn_ranks_only_the_columns_above_a_sampled_bound_and_stays_exact() -> N
 
 
 def test_a_tie_at_the_kth_neighbour_goes_to_the_smaller_row() -> None:
-    # Rows 700 and 1500 are the same vector, equally near row 0; only one fits k = 1.
-    # 2,100 rows take the sampled-bound path, 40 rows the direct one.
+    # Entries are multiples of 1/8, so every similarity is exact whatever order the
+    # matrix product sums in: rows 700 and 1500 (7 and 30) are row 0 itself, an exact
+    # tie for its one nearest neighbour. 2,100 rows take the sampled-bound path, 40 rows
+    # the direct one.
     for n, twins in ((2100, (700, 1500)), (40, (7, 30))):
         rng = np.random.default_rng(11)
-        matrix = rng.normal(size=(n, 16)).astype(np.float32)
-        matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
-        near = matrix[0] + 0.05 * matrix[1]
+        matrix = (rng.integers(-2, 3, size=(n, 16)) / 8).astype(np.float32)
+        matrix[0] = 0.5
         for twin in twins:
-            matrix[twin] = near / np.linalg.norm(near)
+            matrix[twin] = matrix[0]
         assert knn_rows(matrix, 1)[0].tolist() == [twins[0]]
 
 
