@@ -213,6 +213,45 @@ async def test_maintenance_prunes_groups_and_snapshots_and_runs_idempotently(
     assert len(after["snapshots"]) == 2
 
 
+async def _row_versions(db: Database, memory: str) -> dict[tuple[UUID, UUID], str]:
+    """Each semantic row's xmin: it changes exactly when the row is rewritten."""
+    async with db.memory_transaction(memory) as conn:
+        rows = await conn.fetch(
+            "SELECT source_id, target_id, xmin::text FROM note_link WHERE kind = 'semantic'"
+        )
+    return {(row[0], row[1]): row[2] for row in rows}
+
+
+async def test_a_run_rewrites_only_the_link_rows_whose_flags_or_scores_change(
+    db: Database, memory: str, write: Write, local_backend: LocalEmbeddingBackend
+) -> None:
+    await _build(db, memory, write, local_backend)
+    maintenance = GraphMaintenance(db)
+    first = await maintenance.run(memory, list(Step))
+    assert first.metrics["pfnet"]["edgesBefore"] > 0
+    settled = await _row_versions(db, memory)
+    await maintenance.run(memory, list(Step))
+    assert await _row_versions(db, memory) == settled  # nothing to change: nothing written
+
+    # One pair's flag is wrong on both its rows: the next run puts back those two only.
+    (a, b) = min(p for p in settled if p[0] < p[1])
+    async with db.memory_transaction(memory) as conn:
+        await conn.execute(
+            "UPDATE note_link SET pruned = NOT pruned WHERE kind = 'semantic' "
+            "AND ((source_id = $1 AND target_id = $2) OR (source_id = $2 AND target_id = $1))",
+            a,
+            b,
+        )
+    flipped = await _row_versions(db, memory)
+    before = await _links(db, memory)
+    await maintenance.run(memory, list(Step))
+    after = await _row_versions(db, memory)
+    assert {p for p in after if after[p] != flipped[p]} == {(a, b), (b, a)}
+    assert [row[9] for row in await _links(db, memory) if {row[0], row[1]} == {a, b}] == [
+        not row[9] for row in before if {row[0], row[1]} == {a, b}
+    ]
+
+
 async def test_shared_concepts_weigh_in_links_and_name_communities(
     db: Database,
     memory: str,
@@ -275,6 +314,7 @@ async def test_snn_that_would_prune_too_much_aborts_the_job_and_writes_nothing(
     assert allowed.kind == "success"
     assert allowed.result is not None
     assert allowed.result["metrics"]["snn"]["status"] == "ran"
+    assert allowed.result["metrics"]["snn"]["knnMs"] >= 0  # kNN, started beside the read
     after = await _graph_rows(db, memory)
     assert len(after["links"]) < len(before["links"])
     topic = {note: i // 5 for i, note in enumerate(ids)}

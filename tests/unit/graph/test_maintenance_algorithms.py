@@ -15,12 +15,14 @@ from fortemi.graph.maintenance.algorithms import (
     Pair,
     Vector,
     communities,
+    knn_rows,
     knn_sets,
     normalise,
     pair,
     pfnet_prune,
     snn_scores,
 )
+from fortemi.graph.maintenance.indexed import IndexedGraph
 from fortemi.graph.maintenance.plan import (
     SNN_SAFETY_ABORTED,
     GraphState,
@@ -187,3 +189,56 @@ def test_knn_ranks_only_the_columns_above_a_sampled_bound_and_stays_exact() -> N
     np.fill_diagonal(sims, -np.inf)
     exact = [frozenset(int(j) for j in np.argsort(-row, kind="stable")[:13]) for row in sims]
     assert found == exact
+
+
+def test_a_tie_at_the_kth_neighbour_goes_to_the_smaller_row() -> None:
+    # Entries are multiples of 1/8, so every similarity is exact whatever order the
+    # matrix product sums in: rows 700 and 1500 (7 and 30) are row 0 itself, an exact
+    # tie for its one nearest neighbour. 2,100 rows take the sampled-bound path, 40 rows
+    # the direct one.
+    for n, twins in ((2100, (700, 1500)), (40, (7, 30))):
+        rng = np.random.default_rng(11)
+        matrix = (rng.integers(-2, 3, size=(n, 16)) / 8).astype(np.float32)
+        matrix[0] = 0.5
+        for twin in twins:
+            matrix[twin] = matrix[0]
+        assert knn_rows(matrix, 1)[0].tolist() == [twins[0]]
+
+
+def test_modularity_is_networkx_modularity_of_the_same_partition() -> None:
+    graph = _two_cliques()
+    found = communities(graph, resolution=0.7)
+    expected = nx.community.modularity(
+        graph, [set(m) for m in found.members], weight="weight", resolution=0.7
+    )
+    assert found.modularity == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_note_without_a_vector_is_no_shorter_path() -> None:
+    a, w, c = _id(1), _id(2), _id(3)
+    vectors = {a: _at(0), c: _at(40)}  # W has none: its distances are unknown
+    graph: NoteGraph = nx.Graph([(a, w), (w, c), (a, c)])
+    assert pfnet_prune([pair(a, c), pair(a, w), pair(w, c)], graph, vectors) == set()
+
+
+def test_the_indexed_graph_numbers_notes_in_id_order_and_maps_pairs_back() -> None:
+    rng = np.random.default_rng(2)
+    notes = [UUID(int=int(x)) for x in rng.integers(1, 2**62, size=30)]
+    semantic = {pair(notes[i], notes[i + 1]): 0.5 + i / 100 for i in range(0, 28)}
+    other = {(notes[3], notes[20]): 0.4, (notes[20], notes[3]): 0.9}
+    vectors = {note: _at(i) for i, note in enumerate(notes[:25])}
+    state = GraphState(notes=notes, vectors=vectors, semantic=semantic, other=other)
+    graph = IndexedGraph.of(state)
+    assert list(graph.notes) == sorted(notes)
+    assert bool(np.all(graph.semantic.a < graph.semantic.b))
+    assert graph.pairs(np.ones(len(graph.semantic), dtype=bool)) == sorted(semantic)
+    scores = graph.semantic.score.tolist()
+    assert dict(zip(graph.pairs(np.ones(28, dtype=bool)), scores, strict=True)) == semantic
+    # The explicit pair given both ways is one edge, at its larger score.
+    assert len(graph.other) == 1
+    assert graph.other.score.tolist() == [0.9]
+    # Notes 25..29 have no vector; the others' rows follow id order.
+    having = [i for i, note in enumerate(graph.notes) if note in vectors]
+    assert graph.rows[having].tolist() == list(range(25))
+    assert all(graph.rows[i] == -1 for i, note in enumerate(graph.notes) if note not in vectors)
+    assert np.allclose(graph.matrix, np.vstack([vectors[graph.notes[i]] for i in having]))
