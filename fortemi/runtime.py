@@ -72,6 +72,7 @@ from fortemi.retrieval.indexing import (
 )
 from fortemi.retrieval.scoped import ScopedRetrieval
 from fortemi.retrieval.search import SearchService
+from fortemi.retrieval.service import ChunkVectorService
 from fortemi.webhooks.delivery import DeliverySettings, webhook_delivery_type
 from fortemi.webhooks.fanout import WebhookFanout
 from fortemi.webhooks.service import WebhookService
@@ -186,7 +187,12 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
         registry.register(
             related_concept_inference_type(db, vocabulary, floor=tagging.related_floor)
         )
-        registry.register(linking_job_type(NoteLinker(db, vocabulary, linking_settings(settings))))
+        vectors = ChunkVectorService(db, embedder, concepts=settings.embed_concepts)
+        registry.register(
+            linking_job_type(
+                NoteLinker(db, vocabulary, linking_settings(settings), vectors=vectors)
+            )
+        )
         registry.register(
             maintenance_job_type(GraphMaintenance(db, vocabulary, maintenance_settings(settings)))
         )

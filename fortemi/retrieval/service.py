@@ -17,7 +17,8 @@ from uuid import UUID
 import numpy as np
 import numpy.typing as npt
 
-from fortemi.platform.database import Database
+from fortemi.inference import InferenceBackend
+from fortemi.platform.database import Connection, Database
 from fortemi.retrieval.repository import RetrievalRepository
 from fortemi.retrieval.scoped import (
     DocScore,
@@ -27,6 +28,7 @@ from fortemi.retrieval.scoped import (
     ScopedRetrieval,
     with_all_skills,
 )
+from fortemi.retrieval.sets import EmbeddingSets, composition_for
 
 __all__ = [
     "ChunkVectorService",
@@ -54,18 +56,28 @@ class NoteChunkVectors:
 
 
 class ChunkVectorService:
-    def __init__(self, db: Database) -> None:
+    """``backend`` (with ``concepts``, the embedding composition setting) lets a read that
+    names no set take the set search serves from; without it, the newest set holding the
+    note's vectors."""
+
+    def __init__(
+        self, db: Database, backend: InferenceBackend | None = None, *, concepts: bool = False
+    ) -> None:
         self._db = db
         self._repo = RetrievalRepository()
+        self._backend = backend
+        self._concepts = concepts
+        self._sets = EmbeddingSets()
 
     async def note_chunk_vectors(
         self, memory: str, note_id: UUID, set_id: int | None = None
     ) -> NoteChunkVectors:
-        """The note's chunk vectors in set ``set_id`` (None: the newest set holding any of
-        them), with the set's model, read in one transaction."""
+        """The note's chunk vectors in set ``set_id`` (None: the set search serves from, when
+        it holds any of them, else the newest set that does), with the set's model, read in
+        one transaction."""
         async with self._db.memory_transaction(memory) as conn:
             chosen = (
-                set_id if set_id is not None else await self._repo.latest_set_of_note(conn, note_id)
+                set_id if set_id is not None else await self._default_set(conn, memory, note_id)
             )
             if chosen is None:
                 return NoteChunkVectors(None)
@@ -74,3 +86,16 @@ class ChunkVectorService:
                 return NoteChunkVectors(chosen)
             found = await self._repo.embedding_set(conn, chosen)
         return NoteChunkVectors(chosen, None if found is None else found.model, tuple(vectors))
+
+    async def _default_set(self, conn: Connection, memory: str, note_id: UUID) -> int | None:
+        # After a composition change is undone (tag-enriched embeddings switched off again),
+        # the newest set holding the note may be the abandoned one: the serving set wins.
+        if self._backend is not None:
+            model = await self._backend.embedding_model()
+            composition = composition_for(model.name, concepts=self._concepts)
+            serving = await self._sets.serving(
+                conn, memory, model.name, model.dimension, composition
+            )
+            if serving is not None and await self._repo.note_vectors(conn, serving.id, note_id):
+                return serving.id
+        return await self._repo.latest_set_of_note(conn, note_id)

@@ -8,18 +8,19 @@ from uuid import UUID
 import numpy as np
 import numpy.typing as npt
 
+from fortemi.inference import LocalEmbeddingBackend
 from fortemi.platform.database import Database
 from fortemi.retrieval.repository import ChunkEmbedding, NewChunk, RetrievalRepository
 from fortemi.retrieval.service import ChunkVectorService, NoteChunkVectors
-from fortemi.retrieval.sets import DocumentComposition, EmbeddingSets
+from fortemi.retrieval.sets import DocumentComposition, EmbeddingSets, composition_for
 from tests.integration.retrieval.conftest import Write
 
 _DIMENSION = 8
 
 
-def _vectors(seed: int, count: int) -> list[npt.NDArray[np.float32]]:
+def _vectors(seed: int, count: int, dimension: int = _DIMENSION) -> list[npt.NDArray[np.float32]]:
     rng = np.random.default_rng(seed)
-    return [rng.standard_normal(_DIMENSION).astype(np.float32) for _ in range(count)]
+    return [rng.standard_normal(dimension).astype(np.float32) for _ in range(count)]
 
 
 async def _chunks(db: Database, memory: str, note_id: UUID, count: int) -> list[int]:
@@ -39,10 +40,14 @@ async def _embed(
     note_id: UUID,
     chunk_ids: list[int],
     vectors: list[npt.NDArray[np.float32]],
+    composition: DocumentComposition | None = None,
 ) -> int:
-    """Store ``vectors`` as the chunks' vectors in the set of ``model``; its id."""
+    """Store ``vectors`` as the chunks' vectors in the set of ``model`` (and
+    ``composition``); its id."""
     async with db.memory_transaction(memory) as conn:
-        chosen = await EmbeddingSets().ensure(conn, model, _DIMENSION, DocumentComposition())
+        chosen = await EmbeddingSets().ensure(
+            conn, model, len(vectors[0]), composition or DocumentComposition()
+        )
         await RetrievalRepository().upsert_embeddings(
             conn,
             chosen,
@@ -103,3 +108,29 @@ async def test_a_note_without_vectors_has_no_set_and_a_set_without_its_vectors_n
 
     assert await service.note_chunk_vectors(memory, bare) == NoteChunkVectors(None)
     assert await service.note_chunk_vectors(memory, bare, set_id) == NoteChunkVectors(set_id)
+
+
+async def test_without_a_set_named_the_serving_set_wins_over_a_newer_abandoned_one(
+    db: Database, memory: str, write: Write, local_backend: LocalEmbeddingBackend
+) -> None:
+    # Tag-enriched embeddings were switched on (a newer set, concept paths composed in)
+    # and off again: the plain set is the one search serves from, and linking follows it.
+    model = await local_backend.embedding_model()
+    note_id = await write(title="vectors", content="two compositions")
+    chunk_ids = await _chunks(db, memory, note_id, 2)
+    plain_vectors = _vectors(6, 2, model.dimension)
+    compositions = (composition_for(model.name), composition_for(model.name, concepts=True))
+    plain, enriched = [
+        await _embed(db, memory, model.name, note_id, chunk_ids, vectors, composition)
+        for composition, vectors in zip(
+            compositions, (plain_vectors, _vectors(7, 2, model.dimension)), strict=True
+        )
+    ]
+
+    served = await ChunkVectorService(db, local_backend).note_chunk_vectors(memory, note_id)
+    newest = await ChunkVectorService(db).note_chunk_vectors(memory, note_id)
+
+    assert enriched > plain
+    assert served.set_id == plain
+    assert _sorted(served.vectors) == _sorted(plain_vectors)
+    assert newest.set_id == enriched  # what a read without the backend still does
