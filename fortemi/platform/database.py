@@ -101,8 +101,9 @@ class _Reset:
 
     asyncpg's default runs ``get_reset_query()`` (unlock every advisory lock, close
     cursors, UNLISTEN, RESET ALL) on every release: one round trip each time, twice per
-    ``graph`` request. A connection borrowed only for :meth:`Database.memory_transaction`
-    or :meth:`Database.shared_transaction` leaves nothing of that behind: its settings are
+    ``graph`` request. A connection borrowed only for :meth:`Database.memory_transaction`,
+    :meth:`Database.shared_transaction` or :meth:`Database.statements` (self-committing
+    statements: the audit log's appends) leaves nothing of that behind: its settings are
     ``SET LOCAL`` and its advisory locks ``pg_advisory_xact_lock``, both gone at COMMIT or
     ROLLBACK, and no such code LISTENs, declares a cursor WITH HOLD or creates a temporary
     table (tests/unit/platform/test_session_state.py checks the code for those). Those
@@ -216,6 +217,14 @@ class Database:
         """A bare pooled connection for maintenance work (migrations, health checks); its
         session is reset in full when it goes back."""
         async with self._acquire(scoped=False) as conn:
+            yield conn
+
+    @asynccontextmanager
+    async def statements(self) -> AsyncIterator[asyncpg.Connection]:
+        """A pooled connection for statements that each commit on their own (autocommit)
+        and leave no session state behind (see :class:`_Reset`): its release skips the
+        session reset, as a transaction's does. Anything else takes :meth:`connection`."""
+        async with self._acquire(scoped=True) as conn:
             yield conn
 
     @asynccontextmanager

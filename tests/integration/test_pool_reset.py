@@ -101,6 +101,8 @@ async def test_only_bare_connections_pay_the_reset_query_on_release(
         await conn.fetchval("SELECT 1")
     async with single.shared_transaction() as conn:
         await conn.fetchval("SELECT 1")
+    async with single.statements() as conn:
+        await conn.fetchval("SELECT 1")
     assert asked == []
     async with single.connection() as conn:
         await conn.fetchval("SELECT 1")
