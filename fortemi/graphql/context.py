@@ -114,8 +114,12 @@ class Context:
         (again, to every caller) when one could not be recorded."""
         while self._recording:
             # Shielded: a cancelled caller leaves the write to finish for the others.
-            await asyncio.shield(self._recording[0])
-            self._recording.pop(0)
+            task = self._recording[0]
+            await asyncio.shield(task)
+            # Several resolvers may await the same write (two aliased ``graph`` fields):
+            # only the first to wake removes it.
+            if self._recording and self._recording[0] is task:
+                self._recording.pop(0)
 
     async def _requested(self) -> str:
         if self.memory_name is not None:

@@ -10,6 +10,10 @@ builds the response dict directly from the collected selection (aliases, fragmen
 ``@skip``/``@include`` and ``__typename`` are honoured, since graphql-core's own
 ``collect_subfields`` does the collecting) and coerces each value as graphql-core would.
 
+A list may also come as :class:`Columns` (one sequence per attribute): the fast path then
+reads each column as it is, with no object per item; the ordinary path, when it has to
+answer, iterates it and gets the items built from the columns.
+
 Anything it does not cover (a null in a non-null field, a value the scalar refuses, a field
 it has no plan for) returns None, and the caller completes the object the ordinary way,
 which reports the error as usual. The tests compare both paths on the same documents.
@@ -18,7 +22,7 @@ which reports the error as usual. The tests compare both paths on the same docum
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any, TypeVar
@@ -37,13 +41,47 @@ from graphql import (
     is_leaf_type,
 )
 
-__all__ = ["complete_flat", "complete_flat_list", "flat", "flat_item_type", "flat_plan"]
+__all__ = ["Columns", "complete_flat", "complete_flat_list", "flat", "flat_item_type", "flat_plan"]
 
 T = TypeVar("T")
 
 _FLAT: set[str] = set()
 _PLANS: dict[int, tuple[GraphQLObjectType, dict[str, _Leaf] | None]] = {}
 _DEFINITION = "strawberry-definition"
+
+
+class Columns(Sequence[T]):
+    """A list of ``build(**{attribute: column[i]})`` items kept as its columns.
+
+    Every column has one value per item. :func:`complete_flat_list` reads the columns by
+    attribute; anything else (the ordinary completion) sees a sequence of built items."""
+
+    __slots__ = ("_build", "_length", "columns")
+
+    def __init__(
+        self, build: Callable[..., T], columns: Mapping[str, Sequence[Any]], length: int
+    ) -> None:
+        if any(len(column) != length for column in columns.values()):
+            raise ValueError("every column must have one value per item")
+        self._build = build
+        self._length = length
+        self.columns = columns
+
+    def __len__(self) -> int:
+        return self._length
+
+    def _item(self, index: int) -> T:
+        return self._build(**{name: column[index] for name, column in self.columns.items()})
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self._item(i) for i in range(*index.indices(self._length))]
+        if not -self._length <= index < self._length:
+            raise IndexError(index)
+        return self._item(index % self._length)
+
+    def __iter__(self) -> Iterator[T]:
+        return map(self._item, range(self._length))
 
 
 def flat(cls: type[T]) -> type[T]:
@@ -185,15 +223,21 @@ def _column(leaf: _Leaf, values: list[Any]) -> list[Any] | None:
 
 
 def _complete_all(
-    selection: _Selection, type_name: str, items: list[Any]
+    selection: _Selection, type_name: str, items: Sequence[Any]
 ) -> list[dict[str, Any]] | None:
     names = [response_name for response_name, _ in selection]
+    given = items.columns if isinstance(items, Columns) else None
     columns: list[list[Any]] = []
     for _, leaf in selection:
         if leaf is None:
             columns.append([type_name] * len(items))
             continue
-        column = _column(leaf, list(map(attrgetter(leaf.attribute), items)))
+        values = (
+            list(map(attrgetter(leaf.attribute), items))
+            if given is None
+            else list(given[leaf.attribute])
+        )
+        column = _column(leaf, values)
         if column is None:
             return None
         columns.append(column)
@@ -225,6 +269,8 @@ def complete_flat_list(
     if selection is None:
         return None
     try:
-        return _complete_all(selection, type_name, list(items))
+        return _complete_all(
+            selection, type_name, items if isinstance(items, Columns) else list(items)
+        )
     except Exception:  # any refusal is the ordinary path's to report, as usual
         return None

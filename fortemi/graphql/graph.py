@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 from enum import Enum
-from typing import Annotated
+from typing import Annotated, cast
 from uuid import UUID
 
 import strawberry
@@ -22,7 +22,7 @@ from strawberry.types.nodes import SelectedField, Selection
 
 from fortemi.graph import traversal as model
 from fortemi.graphql.context import Info
-from fortemi.graphql.flat import flat
+from fortemi.graphql.flat import Columns, flat
 from fortemi.platform.ids import parse_note_id, to_global_id
 
 __all__ = ["GraphQuery"]
@@ -113,33 +113,42 @@ class NoteGraph:
 _EDGE_TYPES = {kind: GraphEdgeType(kind.value) for kind in model.EdgeKind}
 
 
-def _node(node: model.GraphNode, gid: str) -> GraphNode:
-    return GraphNode(
-        id=strawberry.ID(gid),
-        title=node.title,
-        depth=node.depth,
-        archived=node.archived,
-        created_at=node.created_at,
-        updated_at=node.updated_at,
-        community=node.community or 0,
-        community_label=node.community_label,
-        community_confidence=1.0
-        if node.community_confidence is None
-        else node.community_confidence,
+def _nodes(nodes: model.NodeColumns, gids: list[str]) -> Columns[GraphNode]:
+    # Columns straight from the walk's: the ids as global ids, and the defaults a node
+    # without communities shows (community 0, confidence 1).
+    return Columns(
+        GraphNode,
+        {
+            "id": gids,
+            "title": nodes.title,
+            "depth": nodes.depth,
+            "archived": nodes.archived,
+            "created_at": nodes.created_at,
+            "updated_at": nodes.updated_at,
+            "community": [c or 0 for c in nodes.community],
+            "community_label": nodes.community_label,
+            "community_confidence": [1.0 if c is None else c for c in nodes.community_confidence],
+        },
+        len(gids),
     )
 
 
-def _edge(edge: model.GraphEdge, gids: dict[UUID, str]) -> GraphEdge:
-    return GraphEdge(
-        source=strawberry.ID(gids[edge.source]),
-        target=strawberry.ID(gids[edge.target]),
-        edge_type=_EDGE_TYPES[edge.kind],
-        score=edge.score,
-        rank=edge.rank,
-        embedding_set=edge.set_id,
-        model=edge.model,
-        computed_at=edge.computed_at,
-        bidirectional=edge.bidirectional,
+def _edges(edges: model.EdgeColumns, gids: dict[UUID, str]) -> Columns[GraphEdge]:
+    types = _EDGE_TYPES
+    return Columns(
+        GraphEdge,
+        {
+            "source": [gids[source] for source in edges.source],
+            "target": [gids[target] for target in edges.target],
+            "edge_type": [types[kind] for kind in edges.kind],
+            "score": edges.score,
+            "rank": edges.rank,
+            "embedding_set": edges.set_id,
+            "model": edges.model,
+            "computed_at": edges.computed_at,
+            "bidirectional": edges.bidirectional,
+        },
+        len(edges),
     )
 
 
@@ -205,7 +214,7 @@ class GraphQuery:
         # answered before that write commits (see Context.scoped_memory).
         memory, visibility = await info.context.scoped_memory(overlap=True)
         try:
-            found = await info.context.services.traversal.neighbourhood(
+            found = await info.context.services.traversal.columns(
                 memory,
                 start,
                 model.GraphRequest(
@@ -221,10 +230,14 @@ class GraphQuery:
         finally:
             await info.context.recorded()
         # Every edge joins two returned nodes: each global id is encoded once.
-        gids = {node.id: to_global_id("Note", node.id) for node in found.nodes}
+        # The lists go out as columns, completed by fortemi.graphql.flat without an object
+        # per node or edge (the ordinary path, if it must answer, builds them).
+        ids = found.nodes.id
+        node_gids = [to_global_id("Note", node) for node in ids]
+        gids = dict(zip(ids, node_gids, strict=True))
         return NoteGraph(
             graph_version=found.version,
-            nodes=[_node(node, gids[node.id]) for node in found.nodes],
-            edges=[_edge(edge, gids) for edge in found.edges],
+            nodes=cast(list[GraphNode], _nodes(found.nodes, node_gids)),
+            edges=cast(list[GraphEdge], _edges(found.edges, gids)),
             meta=_meta(found.meta),
         )

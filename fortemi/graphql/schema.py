@@ -33,7 +33,13 @@ from strawberry.types.execution import PreExecutionError
 from fortemi.graphql.audit import AuditQuery, AuditSubscription
 from fortemi.graphql.errors import VariableValuesError, render_errors
 from fortemi.graphql.events import EventSubscription
-from fortemi.graphql.flat import complete_flat, complete_flat_list, flat_item_type, flat_plan
+from fortemi.graphql.flat import (
+    Columns,
+    complete_flat,
+    complete_flat_list,
+    flat_item_type,
+    flat_plan,
+)
 from fortemi.graphql.graph import GraphQuery
 from fortemi.graphql.jobs import JobMutation, JobQuery
 from fortemi.graphql.limits import QueryLimits, operation_limits_rule, oversized_variables
@@ -169,7 +175,7 @@ class PerEventExecutor(StrawberryGraphQLCoreExecutionContext):
         item_type = flat_item_type(return_type)
         if (
             item_type is not None
-            and isinstance(result, list | tuple)
+            and isinstance(result, list | tuple | Columns)
             and not any(details.node.directives for details in field_details_list)
         ):
             plan = flat_plan(item_type)

@@ -95,6 +95,36 @@ class _Codecs:
             await register_vector(conn, schema=schema)
 
 
+class _Reset:
+    """The pool's ``reset``: what a connection's release runs after asyncpg's own cleanup
+    (which rolls back an open transaction and drops listener callbacks).
+
+    asyncpg's default runs ``get_reset_query()`` (unlock every advisory lock, close
+    cursors, UNLISTEN, RESET ALL) on every release: one round trip each time, twice per
+    ``graph`` request. A connection borrowed only for :meth:`Database.memory_transaction`,
+    :meth:`Database.shared_transaction` or :meth:`Database.statements` (self-committing
+    statements: the audit log's appends) leaves nothing of that behind: its settings are
+    ``SET LOCAL`` and its advisory locks ``pg_advisory_xact_lock``, both gone at COMMIT or
+    ROLLBACK, and no such code LISTENs, declares a cursor WITH HOLD or creates a temporary
+    table (tests/unit/platform/test_session_state.py checks the code for those). Those
+    releases skip the query; a bare :meth:`Database.connection` (migrations take a session
+    advisory lock there) is reset in full.
+
+    Keyed by the backend's pid, which the pool's proxy and the connection both report."""
+
+    def __init__(self) -> None:
+        self.scoped: set[int] = set()
+
+    async def __call__(self, conn: asyncpg.Connection) -> None:
+        pid = conn.get_server_pid()
+        if pid in self.scoped:
+            self.scoped.discard(pid)
+            return
+        query = conn.get_reset_query()
+        if query:
+            await conn.execute(query)
+
+
 def stored_vector(value: object) -> npt.NDArray[np.float32]:
     """A ``vector`` column's value as float32 numpy: the pool's codec decodes pgvector's
     binary form to a ``pgvector.Vector``; anything array-like passes through."""
@@ -140,21 +170,27 @@ def _translate(exc: BaseException) -> Exception | None:
 class Database:
     """A pool of connections and the transactions every service runs in."""
 
-    def __init__(self, pool: asyncpg.Pool, codecs: _Codecs | None = None) -> None:
+    def __init__(
+        self, pool: asyncpg.Pool, codecs: _Codecs | None = None, reset: _Reset | None = None
+    ) -> None:
         self._pool = pool
         self._codecs = codecs or _Codecs()
+        # Without the pool's reset (a pool built elsewhere) marks are never consumed:
+        # nothing is marked then.
+        self._reset = reset
 
     @classmethod
     async def connect(
         cls, dsn: str, *, min_size: int = 2, max_size: int = 10, statement_timeout_ms: int = 0
     ) -> Database:
-        codecs = _Codecs()
+        codecs, reset = _Codecs(), _Reset()
         try:
             pool = await asyncpg.create_pool(
                 dsn,
                 min_size=min_size,
                 max_size=max_size,
                 init=codecs,
+                reset=reset,
                 server_settings={
                     "application_name": "fortemi",
                     "statement_timeout": str(statement_timeout_ms),
@@ -163,7 +199,7 @@ class Database:
             )
         except (OSError, asyncpg.PostgresError) as exc:
             raise Unavailable(f"Cannot connect to PostgreSQL: {type(exc).__name__}") from exc
-        return cls(pool, codecs)
+        return cls(pool, codecs, reset)
 
     async def types_installed(self) -> None:
         """Called once the shared migrations ran (pgvector is installed by then): the
@@ -178,9 +214,31 @@ class Database:
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[asyncpg.Connection]:
-        """A bare pooled connection for maintenance work (migrations, health checks)."""
+        """A bare pooled connection for maintenance work (migrations, health checks); its
+        session is reset in full when it goes back."""
+        async with self._acquire(scoped=False) as conn:
+            yield conn
+
+    @asynccontextmanager
+    async def statements(self) -> AsyncIterator[asyncpg.Connection]:
+        """A pooled connection for statements that each commit on their own (autocommit)
+        and leave no session state behind (see :class:`_Reset`): its release skips the
+        session reset, as a transaction's does. Anything else takes :meth:`connection`."""
+        async with self._acquire(scoped=True) as conn:
+            yield conn
+
+    @asynccontextmanager
+    async def _acquire(self, *, scoped: bool) -> AsyncIterator[asyncpg.Connection]:
+        """``scoped``: the connection is used only inside one transaction, so its release
+        skips the session reset (see :class:`_Reset`)."""
         try:
             async with self._pool.acquire() as conn:
+                if self._reset is not None:
+                    marks, pid = self._reset.scoped, conn.get_server_pid()
+                    if scoped:
+                        marks.add(pid)
+                    else:
+                        marks.discard(pid)
                 yield cast(Connection, conn)
         except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
             translated = _translate(exc)
@@ -197,7 +255,7 @@ class Database:
         ``subject`` names what the caller changes (``"Job <id>"``), for the Conflict a
         concurrent transaction causes; without it the Conflict names no resource.
         """
-        async with self.connection() as conn:
+        async with self._acquire(scoped=True) as conn:
             try:
                 async with conn.transaction():
                     yield conn
@@ -234,7 +292,7 @@ class Database:
             if not _SETTING_NAME.fullmatch(name) or type(value) is not int:
                 raise ValueError(f"not a setting this transaction can take: {name}={value!r}")
             statements.append(f"SET LOCAL {name} = {value}")
-        async with self.connection() as conn:
+        async with self._acquire(scoped=True) as conn:
             await conn.execute("; ".join(statements))
             try:
                 yield conn

@@ -305,7 +305,8 @@ class AuditWriter:
             links.append((prev, current))
             prev = current
         last_seq = head[0] + len(records)
-        async with self._db.connection() as conn:
+        # One self-committing statement: no session reset needed on release.
+        async with self._db.statements() as conn:
             ids = await repository.insert_batch(conn, self.segment, head, records, links)
         if len(ids) != len(records):
             raise _HeadMoved(

@@ -3,6 +3,7 @@
 from fortemi.graph.traversal.communities import ConceptLabels
 from fortemi.graph.traversal.models import (
     GRAPH_VERSION,
+    EdgeColumns,
     EdgeKind,
     GraphEdge,
     GraphMeta,
@@ -10,12 +11,15 @@ from fortemi.graph.traversal.models import (
     GraphParams,
     GraphRequest,
     Neighbourhood,
+    NeighbourhoodColumns,
+    NodeColumns,
 )
 from fortemi.graph.traversal.service import TraversalService
 
 __all__ = [
     "GRAPH_VERSION",
     "ConceptLabels",
+    "EdgeColumns",
     "EdgeKind",
     "GraphEdge",
     "GraphMeta",
@@ -23,5 +27,7 @@ __all__ = [
     "GraphParams",
     "GraphRequest",
     "Neighbourhood",
+    "NeighbourhoodColumns",
+    "NodeColumns",
     "TraversalService",
 ]

@@ -27,7 +27,7 @@ from typing import Protocol
 from uuid import UUID
 
 from fortemi.graph.traversal.louvain import louvain
-from fortemi.graph.traversal.models import GraphEdge, GraphNode
+from fortemi.graph.traversal.models import EdgeColumns, NodeColumns
 from fortemi.platform.database import Connection
 
 __all__ = ["ConceptLabels", "assign_communities", "partition"]
@@ -51,15 +51,15 @@ class ConceptLabels(Protocol):
 
 
 def partition(
-    node_ids: Sequence[UUID], edges: Sequence[GraphEdge]
+    node_ids: Sequence[UUID], edges: EdgeColumns
 ) -> tuple[dict[UUID, int], dict[UUID, float]]:
     """Each node's community id and confidence (see the module's docstring)."""
     index = {node: i for i, node in enumerate(node_ids)}
     weights: dict[tuple[int, int], float] = {}
-    for edge in edges:
-        a, b = index[edge.source], index[edge.target]
+    for source, target, score in zip(edges.source, edges.target, edges.score, strict=True):
+        a, b = index[source], index[target]
         pair = (a, b) if a < b else (b, a)
-        weights[pair] = max(weights.get(pair, 0.0), edge.score, _MIN_WEIGHT)
+        weights[pair] = max(weights.get(pair, 0.0), score, _MIN_WEIGHT)
     found = louvain(len(node_ids), [(a, b, w) for (a, b), w in weights.items()])
     size = Counter(found)
     # louvain numbers communities by first node; order them by size, then first node.
@@ -104,42 +104,38 @@ def _winners(
 
 async def assign_communities(
     memory: str,
-    nodes: Sequence[GraphNode],
-    edges: Sequence[GraphEdge],
+    nodes: NodeColumns,
+    edges: EdgeColumns,
     concepts: ConceptLabels | None,
     *,
     carried: Mapping[UUID, frozenset[UUID]] | None = None,
     labels: bool = True,
     conn: Connection | None = None,
-) -> list[GraphNode]:
+) -> NodeColumns:
     """``nodes`` with their community, its label and their confidence filled in.
 
     ``carried``: the nodes' concept ids when the caller has read them already; else they
     are read here. ``labels`` off leaves every label None and reads no concept at all (the
     caller asked for none). ``conn``: the caller's transaction in ``memory``, for the
     vocabulary's reads."""
-    community, confidence = partition([node.id for node in nodes], edges)
+    community, confidence = partition(nodes.id, edges)
     named: dict[int, str] = {}
-    if labels and concepts is not None and nodes:
+    if labels and concepts is not None and len(nodes):
         if carried is None:
             carried = await concepts.concept_ids(memory, list(community), conn=conn)
         winners = _winners(community, carried)
         if winners:
             found = await concepts.labels(memory, sorted(set(winners.values())), conn=conn)
             named = {group: found[c] for group, c in winners.items() if c in found}
-    # Built afresh rather than through dataclasses.replace, which re-inspects the fields
-    # on every call (a few hundred nodes a request).
-    return [
-        GraphNode(
-            id=node.id,
-            title=node.title,
-            depth=node.depth,
-            archived=node.archived,
-            created_at=node.created_at,
-            updated_at=node.updated_at,
-            community=community[node.id],
-            community_label=named.get(community[node.id]),
-            community_confidence=confidence[node.id],
-        )
-        for node in nodes
-    ]
+    groups = [community[node] for node in nodes.id]
+    return NodeColumns(
+        id=nodes.id,
+        title=nodes.title,
+        depth=nodes.depth,
+        archived=nodes.archived,
+        created_at=nodes.created_at,
+        updated_at=nodes.updated_at,
+        community=groups,
+        community_label=[named.get(group) for group in groups],
+        community_confidence=[confidence[node] for node in nodes.id],
+    )

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from fortemi.graph.traversal.models import EdgeKind, GraphEdge, GraphNode
+from fortemi.graph.traversal.models import EdgeColumns, EdgeKind, GraphEdge, NodeColumns
 from fortemi.platform.database import Connection
 from fortemi.platform.notes.models import NoteFilter, NoteVisibility
 from fortemi.platform.notes.repository import note_filter_where
@@ -265,8 +265,8 @@ class WalkResult:
     """The walk's nodes in BFS order (depth, score desc, id), the edges among them (as
     :meth:`TraversalRepository.links` reads them), and what it saw past them."""
 
-    nodes: list[GraphNode]  # communities not yet assigned
-    edges: list[GraphEdge]
+    nodes: NodeColumns  # communities not yet assigned
+    edges: EdgeColumns
     found: int  # readable nodes found, the returned ones included
     cut: bool  # maxNodes stopped the walk
     reached: int  # the depth of the last level the walk expanded to
@@ -336,34 +336,36 @@ class TraversalRepository:
         rows = await conn.fetch(sql, *args)
         if not rows:
             return None
-        nodes, edges, kinds = [], [], _KINDS
-        # Positional reads, in the statement's column order: node rows (part 0) first.
-        for row in rows:
-            if row[0] == 0:
-                nodes.append(
-                    GraphNode(
-                        id=row[3],
-                        title=row[4],
-                        depth=row[1],
-                        archived=row[5],
-                        created_at=row[6],
-                        updated_at=row[7],
-                    )
-                )
-            else:
-                edges.append(
-                    GraphEdge(
-                        source=row[3],
-                        target=row[12],
-                        kind=kinds[row[13]],
-                        score=row[14],
-                        rank=row[15],
-                        set_id=row[16],
-                        model=row[17],
-                        computed_at=row[18],
-                        bidirectional=row[19],
-                    )
-                )
+        # Transposed in C (``zip(*rows)``), in the statement's column order: node rows
+        # (part 0) first, then edge rows. Columns, not an object per row: see NodeColumns.
+        parts = [row[0] for row in rows]
+        split = parts.index(1) if 1 in parts else len(rows)
+        node_cols = list(zip(*rows[:split], strict=True)) or [()] * 22
+        edge_cols = list(zip(*rows[split:], strict=True)) or [()] * 22
+        unset = (None,) * split
+        kinds = _KINDS
+        nodes = NodeColumns(
+            id=node_cols[3],
+            title=node_cols[4],
+            depth=node_cols[1],
+            archived=node_cols[5],
+            created_at=node_cols[6],
+            updated_at=node_cols[7],
+            community=unset,
+            community_label=unset,
+            community_confidence=unset,
+        )
+        edges = EdgeColumns(
+            source=edge_cols[3],
+            target=edge_cols[12],
+            kind=[kinds[kind] for kind in edge_cols[13]],
+            score=edge_cols[14],
+            rank=edge_cols[15],
+            set_id=edge_cols[16],
+            model=edge_cols[17],
+            computed_at=edge_cols[18],
+            bidirectional=edge_cols[19],
+        )
         last = rows[0]
         return WalkResult(
             nodes=nodes,

@@ -28,6 +28,7 @@ from fortemi.graph.traversal.models import (
     GraphParams,
     GraphRequest,
     Neighbourhood,
+    NeighbourhoodColumns,
     clamp,
 )
 from fortemi.graph.traversal.repository import TraversalRepository, WalkResult
@@ -81,6 +82,29 @@ class TraversalService:
         """``communities`` off skips Louvain (every node's community stays None) and
         ``labels`` off the vocabulary reads (labels stay None): for a caller that asks for
         neither."""
+        found = await self.columns(
+            memory,
+            start,
+            request,
+            visibility=visibility,
+            communities=communities,
+            labels=labels,
+        )
+        return found.rows()
+
+    async def columns(
+        self,
+        memory: str,
+        start: UUID,
+        request: GraphRequest,
+        *,
+        visibility: NoteVisibility | None,
+        communities: bool = True,
+        labels: bool = True,
+    ) -> NeighbourhoodColumns:
+        """:meth:`neighbourhood` with its nodes and edges column by column, as the walk
+        decodes them: for a caller that turns them into something else (the GraphQL
+        response) without an object per row in between."""
         params, clamped = clamp(request)
         repository = self._repository
         k = params.max_edges_per_node
@@ -100,7 +124,7 @@ class TraversalService:
             )
             if walk is None:
                 raise NotFound(f"No note {start} in this memory", id=str(start))
-            ids = [node.id for node in walk.nodes]
+            ids = list(walk.nodes.id)
             every = walk.edges
             kept = (
                 None
@@ -117,9 +141,13 @@ class TraversalService:
             edges = (
                 every
                 if kept is None
-                else [
-                    e for e in every if (min(e.source, e.target), max(e.source, e.target)) in kept
-                ]
+                else every.select(
+                    [
+                        i
+                        for i, (a, b) in enumerate(zip(every.source, every.target, strict=True))
+                        if ((a, b) if a < b else (b, a)) in kept
+                    ]
+                )
             )
             nodes = walk.nodes
             if communities:
@@ -145,4 +173,4 @@ class TraversalService:
             clamped=clamped,
             reasons=tuple(_reasons(params, walk, len(every), dropped)),
         )
-        return Neighbourhood(GRAPH_VERSION, tuple(nodes), tuple(edges), meta)
+        return NeighbourhoodColumns(GRAPH_VERSION, nodes, edges, meta)

@@ -36,8 +36,8 @@ async def test_the_walks_edges_are_the_standalone_edge_read_of_its_nodes(
             max_edges_per_node=None, gamma=1.0, visibility=None,
         )  # fmt: skip
         assert walk is not None
-        returned = [node.id for node in walk.nodes]
+        returned = list(walk.nodes.id)
         alone = await repository.links(conn, returned, min_score=min_score, gamma=1.0)
     assert len(returned) > 3
-    assert walk.edges
-    assert walk.edges == alone
+    assert len(walk.edges)
+    assert walk.edges.rows() == alone

@@ -349,13 +349,13 @@ async def test_communities_are_computed_only_when_a_community_field_is_selected(
     await add_links(runtime.db, memory, [Link(a, b, "explicit", 1.0)])
     traversal = runtime.services.traversal
     asked: list[tuple[bool, bool]] = []
-    real = traversal.neighbourhood
+    real = traversal.columns  # what graph() asks the service for
 
     async def spy(*args: Any, communities: bool = True, labels: bool = True, **kw: Any) -> Any:
         asked.append((communities, labels))
         return await real(*args, communities=communities, labels=labels, **kw)
 
-    monkeypatch.setattr(traversal, "neighbourhood", spy)
+    monkeypatch.setattr(traversal, "columns", spy)
     plain = await gql("query($id: ID!) { graph(noteId: $id) { nodes { title } } }", {"id": gid(a)})
     assert plain["data"]["graph"]["nodes"] == [{"title": "a"}, {"title": "b"}]
     through_fragment = await gql(
@@ -411,7 +411,7 @@ async def test_the_walk_overlaps_the_audit_write_and_the_answer_waits_for_its_co
     a, b = await add_notes(runtime.notes, memory, ["a", "b"])
     await add_links(runtime.db, memory, [Link(a, b, "explicit", 0.5)])
     events: list[str] = []
-    record, neighbourhood = runtime.audit.record, runtime.services.traversal.neighbourhood
+    record, neighbourhood = runtime.audit.record, runtime.services.traversal.columns
 
     async def recording(records: Any) -> None:
         events.append("record")
@@ -424,7 +424,7 @@ async def test_the_walk_overlaps_the_audit_write_and_the_answer_waits_for_its_co
 
     with monkeypatch.context() as patched:
         patched.setattr(runtime.audit, "record", recording)
-        patched.setattr(runtime.services.traversal, "neighbourhood", walking)
+        patched.setattr(runtime.services.traversal, "columns", walking)
         graph = await _graph(gql, a)
     assert _titles(graph) == ["a", "b"]
     # The walk began before the read scope's audit row committed.
@@ -436,7 +436,7 @@ async def test_a_graph_whose_read_scope_cannot_be_audited_is_refused_after_the_w
 ) -> None:
     (a,) = await add_notes(runtime.notes, memory, ["secret"])
     walked: list[bool] = []
-    neighbourhood = runtime.services.traversal.neighbourhood
+    neighbourhood = runtime.services.traversal.columns
 
     async def walking(*args: Any, **kwargs: Any) -> Any:
         found = await neighbourhood(*args, **kwargs)
@@ -453,9 +453,28 @@ async def test_a_graph_whose_read_scope_cannot_be_audited_is_refused_after_the_w
 
     with monkeypatch.context() as patched:
         patched.setattr(runtime.audit, "record", audit_down)
-        patched.setattr(runtime.services.traversal, "neighbourhood", walking)
+        patched.setattr(runtime.services.traversal, "columns", walking)
         body = await gql(GRAPH, {"id": gid(a)})
     assert walked == [True]
     assert error_codes(body) == ["SERVICE_UNAVAILABLE"]
     assert body["data"] is None
     assert "secret" not in str(body)
+
+
+async def test_two_graph_fields_in_one_request_both_answer_after_the_audit_write(
+    gql: GraphQLCall, runtime: Runtime, memory: str
+) -> None:
+    # Both resolvers wait for the same read-scope audit write; neither may fail for the
+    # other having seen it settle first.
+    a, b = await add_notes(runtime.notes, memory, ["a", "b"])
+    await add_links(runtime.db, memory, [Link(a, b, "explicit", 0.5)])
+    body = await gql(
+        "query($id: ID!) { one: graph(noteId: $id) { nodes { title } } "
+        "two: graph(noteId: $id, depth: 0) { nodes { title } } }",
+        {"id": gid(a)},
+    )
+    assert "errors" not in body, body
+    assert body["data"] == {
+        "one": {"nodes": [{"title": "a"}, {"title": "b"}]},
+        "two": {"nodes": [{"title": "a"}]},
+    }
