@@ -5,11 +5,15 @@ failures as SERVICE_UNAVAILABLE, the server's evaluated tokens, and the stream's
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
+import os
 import socket
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -325,3 +329,56 @@ async def test_ask_stream_sends_the_plan_then_tokens_then_the_cited_answer(
     assert (answer["droppedCitations"], answer["llmCalls"], answer["model"]) == (1, 2, model)
     assert answer["prefixHash"] == plan["prefixHash"]
     assert all(b["stream"] is True for b in _generations(ollama, model))
+
+
+FORTEMI = str(Path(sys.executable).parent / "fortemi")
+
+
+async def _fortemi_ask(live_server: str, token: str, *args: str) -> tuple[int, str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORTEMI_", "OIDC_"))}
+    env.update(FORTEMI_URL=f"http://{live_server}", FORTEMI_TOKEN=token)
+    process = await asyncio.create_subprocess_exec(
+        FORTEMI, "ask", *args, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await process.communicate()
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+@pytest.mark.live
+async def test_fortemi_ask_prints_the_reason_and_the_plans_sources_without_a_backend(
+    live_server: str, homelab: str, charlie: str
+) -> None:
+    code, out, err = await _fortemi_ask(
+        live_server, charlie, "--memory", homelab, "--project", "poimen", "--tier", "standard",
+        OWNERSHIP["question"],
+    )  # fmt: skip
+    assert code == 2, out + err
+    assert out.startswith("no answer: generation_unavailable\n")
+    assert "set OLLAMA_HOST" in out
+    assert "  [1] " in out
+    assert "projects/poimen/memories/ownership.md" in out
+    unanswerable = next(q for q in questions() if q.note is None)
+    code, out, _ = await _fortemi_ask(
+        live_server, charlie, "--memory", homelab, "--project", str(unanswerable.project),
+        unanswerable.question,
+    )  # fmt: skip
+    assert code == 2
+    assert out.startswith("no answer: no_relevant_context (")
+
+
+@pytest.mark.live
+async def test_fortemi_ask_reports_a_forbidden_project_in_one_line(
+    live_server: str, homelab: str, issuer: LocalIssuer
+) -> None:
+    alice = issuer.mint(f"alice-{uuid.uuid4().hex[:8]}", groups=["data-team"],
+                        roles=["viewer"], permissions=["memory:read"])  # fmt: skip
+    code, out, err = await _fortemi_ask(
+        live_server, alice, "--memory", homelab, "--project", "poimen", OWNERSHIP["question"]
+    )
+    assert code == 1
+    assert out == ""
+    assert err.startswith("fortemi ask: ")
+    assert "(FORBIDDEN)" in err
+    assert "Traceback" not in err
