@@ -110,7 +110,8 @@ class InferenceBackend(Protocol):
 
 @runtime_checkable
 class StreamingBackend(Protocol):
-    """A backend that can send a completion as it is generated (Ollama's NDJSON)."""
+    """A backend that can send a completion as it is generated (Ollama's NDJSON, an
+    OpenAI-compatible server's server-sent events)."""
 
     def generate_stream(
         self,
@@ -134,7 +135,7 @@ async def generate_stream(
     temperature: float | None = None,
 ) -> AsyncIterator[str | Generation]:
     """Text pieces, then the :class:`Generation`: streamed when ``backend`` can stream,
-    else one piece holding the whole answer (the OpenAI-compatible adapter)."""
+    else one piece holding the whole answer."""
     if isinstance(backend, StreamingBackend):
         async for item in backend.generate_stream(
             prompt, tier=tier, max_tokens=max_tokens, temperature=temperature
