@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from typing import Annotated
 
 import strawberry
@@ -171,14 +172,15 @@ class AnswerSubscription:
     ) -> AsyncGenerator[AskStreamMessage, None]:
         memory, visibility, skills = await plan_access(info, input.project)
         source = info.context.services.answers.stream(memory, visibility, _request(input), skills)
-        async for event in until_token_expires(info, source):
-            if isinstance(event, model.PlanReady):
-                plan = plan_of(event.plan, explain=input.explain)
-                yield AskStreamMessage(kind=AskStreamKind.PLAN, plan=plan)
-            elif isinstance(event, model.Token):
-                yield AskStreamMessage(kind=AskStreamKind.TOKEN, token=event.text)
-            elif isinstance(event, model.Retrying):
-                yield AskStreamMessage(kind=AskStreamKind.RETRY, retry=event.reason)
-            else:
-                answer = answer_of(event, explain=input.explain)
-                yield AskStreamMessage(kind=AskStreamKind.ANSWER, answer=answer)
+        async with aclosing(source):  # ending the subscription ends the model's request
+            async for event in until_token_expires(info, source):
+                if isinstance(event, model.PlanReady):
+                    plan = plan_of(event.plan, explain=input.explain)
+                    yield AskStreamMessage(kind=AskStreamKind.PLAN, plan=plan)
+                elif isinstance(event, model.Token):
+                    yield AskStreamMessage(kind=AskStreamKind.TOKEN, token=event.text)
+                elif isinstance(event, model.Retrying):
+                    yield AskStreamMessage(kind=AskStreamKind.RETRY, retry=event.reason)
+                else:
+                    answer = answer_of(event, explain=input.explain)
+                    yield AskStreamMessage(kind=AskStreamKind.ANSWER, answer=answer)

@@ -9,7 +9,8 @@ cosine) and raises only :mod:`fortemi.inference.errors`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -120,9 +121,10 @@ class StreamingBackend(Protocol):
         tier: GenerationTier = "fast",
         max_tokens: int | None = None,
         temperature: float | None = None,
-    ) -> AsyncIterator[str | Generation]:
+    ) -> AsyncGenerator[str | Generation, None]:
         """The completion's text in pieces as they come, then its :class:`Generation`
-        (the whole text and the counts) as the last item."""
+        (the whole text and the counts) as the last item. Closing it early closes the
+        request."""
         ...
 
 
@@ -133,14 +135,16 @@ async def generate_stream(
     tier: GenerationTier = "fast",
     max_tokens: int | None = None,
     temperature: float | None = None,
-) -> AsyncIterator[str | Generation]:
+) -> AsyncGenerator[str | Generation, None]:
     """Text pieces, then the :class:`Generation`: streamed when ``backend`` can stream,
     else one piece holding the whole answer."""
     if isinstance(backend, StreamingBackend):
-        async for item in backend.generate_stream(
+        stream = backend.generate_stream(
             prompt, tier=tier, max_tokens=max_tokens, temperature=temperature
-        ):
-            yield item
+        )
+        async with aclosing(stream):  # a consumer that stops early ends the request
+            async for item in stream:
+                yield item
         return
     generation = await backend.generate(
         prompt, tier=tier, max_tokens=max_tokens, temperature=temperature

@@ -9,7 +9,7 @@ dimension is learnt from the first embedding (see :mod:`fortemi.inference._remot
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 import httpx
@@ -144,7 +144,7 @@ class OpenAICompatibleBackend(RemoteBackend):
         tier: GenerationTier = "fast",
         max_tokens: int | None = None,
         temperature: float | None = None,
-    ) -> AsyncIterator[str | Generation]:
+    ) -> AsyncGenerator[str | Generation, None]:
         """``stream: true``: server-sent events, one ``data:`` line per delta, ended by
         ``data: [DONE]``; the usage comes in a last chunk when the server honours
         ``stream_options.include_usage`` (else the counts stay None)."""

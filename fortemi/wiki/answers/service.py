@@ -19,7 +19,8 @@ others are dropped and counted. Backend failures propagate as
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from dataclasses import dataclass
 
 from fortemi.inference.backend import Generation, InferenceBackend, generate_stream
@@ -73,7 +74,7 @@ class AnswerService:
 
     def stream(
         self, memory: str, visibility: NoteVisibility, request: AskRequest, skills: SkillGate
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncGenerator[StreamEvent, None]:
         """The plan first, then the answer's text as it is generated (a ``Retrying``
         before a second call), then the :class:`Answer` with citations and figures."""
         return self._run(memory, visibility, request, skills, streaming=True)
@@ -86,7 +87,7 @@ class AnswerService:
         skills: SkillGate,
         *,
         streaming: bool,
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncGenerator[StreamEvent, None]:
         started = time.perf_counter()
         plan = await self._planner.plan(memory, visibility, request.retrieve, skills)
         yield PlanReady(plan)
@@ -100,14 +101,16 @@ class AnswerService:
         while True:
             if streaming:
                 generation: Generation | None = None
-                async for item in generate_stream(
+                stream = generate_stream(
                     self._backend, plan.prompt, tier=request.tier, max_tokens=limit,
                     temperature=self._settings.temperature,
-                ):  # fmt: skip
-                    if isinstance(item, Generation):
-                        generation = item
-                    else:
-                        yield Token(item)
+                )  # fmt: skip
+                async with aclosing(stream):  # a subscriber who leaves ends the request
+                    async for item in stream:
+                        if isinstance(item, Generation):
+                            generation = item
+                        else:
+                            yield Token(item)
                 if generation is None:  # generate_stream always ends with it
                     raise RuntimeError("the generation stream ended without its result")
             else:

@@ -331,6 +331,57 @@ async def test_ask_stream_sends_the_plan_then_tokens_then_the_cited_answer(
     assert all(b["stream"] is True for b in _generations(ollama, model))
 
 
+async def _stream(
+    runtime: Runtime, backend: Any, memory: str, token: str, **fields: Any
+) -> list[dict[str, Any]]:
+    """Every message of one askStream operation, to its complete or error."""
+    app = create_app(_variant(runtime, backend))
+    messages: list[dict[str, Any]] = []
+    async with serve(app) as server, ws_socket(server, token, memory) as ws:
+        await ws.send(json.dumps({"id": "a", "type": "subscribe",
+                                  "payload": {"query": STREAM,
+                                              "variables": {"input": fields}}}))  # fmt: skip
+        while True:
+            message = await next_of(ws, "a")
+            messages.append(message)
+            if message["type"] != "next" or "errors" in message["payload"]:
+                return messages
+
+
+async def test_ask_stream_refuses_a_forbidden_project_before_planning_or_calling(
+    runtime: Runtime, homelab: str, issuer: LocalIssuer, ollama: OllamaDouble
+) -> None:
+    model = _model(ollama)
+    alice = issuer.mint(f"alice-{uuid.uuid4().hex[:8]}", groups=["data-team"],
+                        roles=["viewer"], permissions=["memory:read"])  # fmt: skip
+    (message,) = await _stream(runtime, _backend(ollama.url, model), homelab, alice, **OWNERSHIP)
+    errors = message["payload"] if message["type"] == "error" else message["payload"]["errors"]
+    assert [e["extensions"]["code"] for e in errors] == ["FORBIDDEN"]
+    assert _generations(ollama, model) == []
+
+
+async def test_ask_stream_sends_the_plan_before_a_backend_failure(
+    runtime: Runtime, homelab: str, charlie: str
+) -> None:
+    backend = _backend(_closed_port(), "any")
+    plan, failure = await _stream(runtime, backend, homelab, charlie, **OWNERSHIP)
+    assert plan["payload"]["data"]["askStream"]["kind"] == "PLAN"
+    assert plan["payload"]["data"]["askStream"]["plan"]["chunks"]
+    errors = failure["payload"] if failure["type"] == "error" else failure["payload"]["errors"]
+    assert [e["extensions"]["code"] for e in errors] == ["SERVICE_UNAVAILABLE"]
+
+
+async def test_ask_stream_without_a_backend_sends_the_plan_then_a_degraded_answer(
+    runtime: Runtime, homelab: str, charlie: str
+) -> None:
+    *messages, end = await _stream(runtime, runtime.backend, homelab, charlie, **OWNERSHIP)
+    assert end["type"] == "complete"
+    kinds = [m["payload"]["data"]["askStream"]["kind"] for m in messages]
+    assert kinds == ["PLAN", "ANSWER"]
+    answer = messages[1]["payload"]["data"]["askStream"]["answer"]
+    assert (answer["answer"], answer["llmCalls"]) == (None, 0)
+
+
 FORTEMI = str(Path(sys.executable).parent / "fortemi")
 
 
