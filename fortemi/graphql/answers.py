@@ -18,6 +18,7 @@ from typing import Annotated
 import strawberry
 
 from fortemi.graphql.context import Info
+from fortemi.graphql.reauthorization import Reauthorized
 from fortemi.graphql.retrieve import PlanNote, RetrievalPlan, note_of, plan_access, plan_of
 from fortemi.graphql.subscriptions import until_token_expires
 from fortemi.wiki.answers import models as model
@@ -170,10 +171,13 @@ class AnswerSubscription:
     async def ask_stream(
         self, info: Info, input: Annotated[AskInput, strawberry.argument()]
     ) -> AsyncGenerator[AskStreamMessage, None]:
-        memory, visibility, skills = await plan_access(info, input.project)
+        # Decided again before each message whenever the policies or the token changed:
+        # a subscriber who lost the project mid-answer gets FORBIDDEN and the stream ends.
+        access = Reauthorized(info, lambda: plan_access(info, input.project, fresh=True))
+        memory, visibility, skills = await access.current()
         source = info.context.services.answers.stream(memory, visibility, _request(input), skills)
         async with aclosing(source):  # ending the subscription ends the model's request
-            async for event in until_token_expires(info, source):
+            async for _, event in access.watch(until_token_expires(info, source)):
                 if isinstance(event, model.PlanReady):
                     plan = plan_of(event.plan, explain=input.explain)
                     yield AskStreamMessage(kind=AskStreamKind.PLAN, plan=plan)

@@ -197,12 +197,19 @@ class RetrieveQuery:
         return plan_of(plan, explain=input.explain)
 
 
-async def plan_access(info: Info, project: str | None) -> tuple[str, NoteVisibility, SkillGate]:
+async def plan_access(
+    info: Info, project: str | None, *, fresh: bool = False
+) -> tuple[str, NoteVisibility, SkillGate]:
     """The memory, the caller's read scope and the skill gate of a plan: the caller
     enters the memory and, when a project is named, must be allowed to read it (decided
-    and audited before any search runs)."""
+    and audited before any search runs). ``fresh``: decided again even if done before
+    on this connection (a subscription after a policy or token change)."""
     context = info.context
-    memory, visibility = await context.scoped_memory()
+    if fresh:
+        memory = await context.memory()
+        visibility = await context.visibility(memory, fresh=True)
+    else:
+        memory, visibility = await context.scoped_memory()
     if project is not None:
         await context.authorize(Action.READ, Resource(ResourceType.PROJECT, project, memory))
 

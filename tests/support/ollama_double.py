@@ -31,7 +31,8 @@ refusal in prose, as a real model might); ``scripts`` queues answers per model, 
 the answer, then a last one with ``done``, ``done_reason`` and the counts. Its
 ``prompt_eval_count`` is the prompt's words + 3; with ``prefix_cache`` on, only the words
 after those it shares with the model's previous prompt (as Ollama skips the prefix whose
-key/value state it kept).
+key/value state it kept). While ``hold_streams`` is set, a stream waits after its first
+piece, so a test can act while an answer is being written.
 """
 
 from __future__ import annotations
@@ -152,6 +153,7 @@ class OllamaDouble(ServedApp):
         self.replies: dict[str, str] = {}
         self.scripts: dict[str, list[tuple[str, str]]] = {}
         self.prefix_cache = False
+        self.hold_streams = False  # a stream waits after its first piece while this holds
         self._last_prompt: dict[str, list[str]] = {}
 
     def __enter__(self) -> OllamaDouble:
@@ -232,9 +234,12 @@ class OllamaDouble(ServedApp):
         pieces[-1:] = [pieces[-1].rstrip(" ")] if pieces else []
 
         async def lines() -> Any:
-            for piece in pieces:
+            for number, piece in enumerate(pieces):
                 part = {"model": model, "created_at": final["created_at"], "done": False}
                 yield json.dumps({**part, "response": piece}) + "\n"
+                # Polled, not an Event: the test releases it from another thread and loop.
+                while number == 0 and self.hold_streams and not self._closing:  # noqa: ASYNC110
+                    await asyncio.sleep(0.01)
             yield json.dumps({**final, "response": ""}) + "\n"
 
         return StreamingResponse(lines(), media_type="application/x-ndjson")

@@ -382,6 +382,39 @@ async def test_ask_stream_without_a_backend_sends_the_plan_then_a_degraded_answe
     assert (answer["answer"], answer["llmCalls"]) == (None, 0)
 
 
+async def test_ask_stream_ends_forbidden_when_the_project_is_closed_mid_answer(
+    runtime: Runtime, homelab: str, charlie: str, ollama: OllamaDouble
+) -> None:
+    model = _model(ollama)
+    ollama.scripts[model] = [("Use Arc with a Mutex [1] for shared state.", "stop")]
+    app = create_app(_variant(runtime, _backend(ollama.url, model)))
+    question = {"question": "How do I share ownership of a value between threads?",
+                "project": "rust-guide"}  # fmt: skip
+    closed = {**OPEN_POLICY, "project": "rust-guide", "access_level": "group",
+              "allowed_groups": ["nobody-team"]}  # fmt: skip
+    ollama.hold_streams = True
+    try:
+        async with serve(app) as server, ws_socket(server, charlie, homelab) as ws:
+            await ws.send(json.dumps({"id": "a", "type": "subscribe",
+                                      "payload": {"query": STREAM,
+                                                  "variables": {"input": question}}}))  # fmt: skip
+            plan = await next_of(ws, "a")
+            first = await next_of(ws, "a")
+            assert plan["payload"]["data"]["askStream"]["kind"] == "PLAN"
+            assert first["payload"]["data"]["askStream"]["token"] == "Use "
+            await runtime.policies.put("project", homelab, "rust-guide", closed, actor="test")
+            ollama.hold_streams = False
+            end = await next_of(ws, "a")
+    finally:
+        ollama.hold_streams = False
+        await runtime.policies.put(
+            "project", homelab, "rust-guide", {**OPEN_POLICY, "project": "rust-guide"},
+            actor="test",
+        )  # fmt: skip
+    errors = end["payload"] if end["type"] == "error" else end["payload"]["errors"]
+    assert [e["extensions"]["code"] for e in errors] == ["FORBIDDEN"]
+
+
 FORTEMI = str(Path(sys.executable).parent / "fortemi")
 
 
