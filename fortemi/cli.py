@@ -607,7 +607,7 @@ def _add_ask(commands: Commands) -> None:
         description="Ask the server at FORTEMI_URL (default: the local server) a question, "
         "answered from the notes the token in FORTEMI_TOKEN may read. Prints the answer and "
         "its sources; without a generation backend (OLLAMA_HOST), the reason and the notes "
-        "the plan selected. Exit code 2 when there is no answer.",
+        "the plan selected. Exit code 3 when there is no answer.",
     )
     ask.add_argument("question", nargs="+", help="the question")
     ask.add_argument("--project", help="answer within this project's reach")

@@ -23,7 +23,8 @@ def _where(path: str | None, title: str | None, heading: str | None) -> str:
 
 
 def print_answer(answer: dict[str, Any], stream: TextIO = sys.stdout) -> int:
-    """Print ``answer`` (the ``ask`` field); 0 when there is an answer, else 2."""
+    """Print ``answer`` (the ``ask`` field). Returns the exit code: 0 with an answer,
+    else 3 (argparse already uses 2 for a usage error)."""
     plan = answer["plan"]
     if answer["answer"] is not None:
         print(answer["answer"], file=stream)
@@ -39,11 +40,11 @@ def print_answer(answer: dict[str, Any], stream: TextIO = sys.stdout) -> int:
     reason = answer["reason"] or "no_answer"
     if plan["abstained"]:
         print(f"no answer: {reason} ({plan['reason']})", file=stream)
-        return 2
+        return 3
     print(f"no answer: {reason}", file=stream)
     if answer["degraded"]:
         print("no generation backend is configured (set OLLAMA_HOST); the plan:", file=stream)
     for number, c in enumerate(plan["chunks"], start=1):
         note = c["note"]
         print(f"  [{number}] {_where(note['path'], note['title'], c['heading'])}", file=stream)
-    return 2
+    return 3

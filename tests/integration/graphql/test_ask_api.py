@@ -438,7 +438,7 @@ async def test_fortemi_ask_prints_the_reason_and_the_plans_sources_without_a_bac
         live_server, charlie, "--memory", homelab, "--project", "poimen", "--tier", "standard",
         OWNERSHIP["question"],
     )  # fmt: skip
-    assert code == 2, out + err
+    assert code == 3, out + err
     assert out.startswith("no answer: generation_unavailable\n")
     assert "set OLLAMA_HOST" in out
     assert "  [1] " in out
@@ -448,7 +448,7 @@ async def test_fortemi_ask_prints_the_reason_and_the_plans_sources_without_a_bac
         live_server, charlie, "--memory", homelab, "--project", str(unanswerable.project),
         unanswerable.question,
     )  # fmt: skip
-    assert code == 2
+    assert code == 3
     assert out.startswith("no answer: no_relevant_context (")
 
 
