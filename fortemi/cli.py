@@ -430,7 +430,7 @@ def _ask(args: argparse.Namespace) -> int:
     # The vault sync's GraphQL client: same FORTEMI_URL/FORTEMI_TOKEN, same error lines.
     client = VaultClient(url, os.environ.get("FORTEMI_TOKEN"), args.memory, timeout=args.timeout)
     try:
-        return print_answer(client.execute(ASK_QUERY, variables, "ask"))
+        return print_answer(client.request(ASK_QUERY, variables, "ask"))
     finally:
         client.close()
 

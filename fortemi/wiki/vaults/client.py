@@ -147,9 +147,9 @@ class VaultClient:
         self._http.close()
 
     def sync(self, input: dict[str, Any]) -> dict[str, Any]:
-        return self.execute(_MUTATION, {"i": input}, "syncVaultFiles")
+        return self.request(_MUTATION, {"i": input}, "syncVaultFiles")
 
-    def execute(self, query: str, variables: dict[str, Any], field: str) -> dict[str, Any]:
+    def request(self, query: str, variables: dict[str, Any], field: str) -> dict[str, Any]:
         """``field`` of the data of ``query`` (any operation of the API, such as ``ask``)."""
         try:
             response = self._http.post(self._url, json={"query": query, "variables": variables})
