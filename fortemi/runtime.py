@@ -77,6 +77,7 @@ from fortemi.webhooks.delivery import DeliverySettings, webhook_delivery_type
 from fortemi.webhooks.fanout import WebhookFanout
 from fortemi.webhooks.service import WebhookService
 from fortemi.webhooks.targets import TargetPolicy
+from fortemi.wiki.answers.service import AnswerService
 from fortemi.wiki.retrieve.models import PlanSettings
 from fortemi.wiki.retrieve.scope import LinkedReach
 from fortemi.wiki.retrieve.service import RetrievalPlanner
@@ -349,6 +350,13 @@ def _build_services(parts: _Parts) -> Services:
     )
     links = LinkService(db, max_links=settings.max_list_items)
     scoped = ScopedRetrieval(db, backend, concepts=settings.embed_concepts)
+    planner = RetrievalPlanner(
+        scoped,
+        plan_settings(settings),
+        # A project's scope is its wiki graph: its notes and the shared notes its links
+        # reach through shared notes only.
+        resolver=LinkedReach(links, scoped),
+    )
     return Services(
         settings=settings,
         tokens=build_token_validator(settings, _built(parts.http, "http")),
@@ -360,13 +368,8 @@ def _build_services(parts: _Parts) -> Services:
         vaults=VaultService(notes, policies, max_file_bytes=settings.max_note_bytes),
         links=links,
         search=SearchService(db, backend, concepts=settings.embed_concepts),
-        retrieve=RetrievalPlanner(
-            scoped,
-            plan_settings(settings),
-            # A project's scope is its wiki graph: its notes and the shared notes its links
-            # reach through shared notes only.
-            resolver=LinkedReach(links, scoped),
-        ),
+        retrieve=planner,
+        answers=AnswerService(planner, backend),
         traversal=TraversalService(db, gamma=settings.graph_gamma, concepts=vocabulary),
         maintenance=GraphMaintenance(db, vocabulary, maintenance_settings(settings)),
         jobs=jobs,

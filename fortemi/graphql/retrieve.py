@@ -17,9 +17,11 @@ import strawberry
 from fortemi.auth.decision import Action, Resource, ResourceType
 from fortemi.graphql.context import Info
 from fortemi.platform.ids import to_global_id
+from fortemi.platform.notes.models import NoteVisibility
 from fortemi.wiki.retrieve import models as model
+from fortemi.wiki.retrieve.router import SkillGate
 
-__all__ = ["RetrieveQuery"]
+__all__ = ["RetrievalPlan", "RetrieveQuery", "note_of", "plan_access", "plan_of", "request_of"]
 
 
 @strawberry.input(description="A question to plan the retrieval of")
@@ -118,7 +120,7 @@ class RetrievalPlan:
     )
 
 
-def _note(c: model.Candidate) -> PlanNote:
+def note_of(c: model.Candidate) -> PlanNote:
     return PlanNote(
         id=strawberry.ID(to_global_id("Note", c.note_id)),
         title=c.title,
@@ -128,11 +130,11 @@ def _note(c: model.Candidate) -> PlanNote:
     )
 
 
-def _plan(plan: model.RetrievalPlan, *, explain: bool) -> RetrievalPlan:
+def plan_of(plan: model.RetrievalPlan, *, explain: bool) -> RetrievalPlan:
     return RetrievalPlan(
         chunks=[
             SelectedChunk(
-                note=_note(c),
+                note=note_of(c),
                 heading=c.heading,
                 text=c.text,
                 position=c.ordinal,
@@ -151,7 +153,7 @@ def _plan(plan: model.RetrievalPlan, *, explain: bool) -> RetrievalPlan:
         prompt=plan.prompt,
         candidates=[
             RetrievalCandidate(
-                note=_note(c),
+                note=note_of(c),
                 heading=c.heading,
                 position=c.ordinal,
                 tfidf_score=c.tfidf,
@@ -188,30 +190,44 @@ class RetrieveQuery:
     async def retrieve(
         self, info: Info, input: Annotated[RetrieveInput, strawberry.argument()]
     ) -> RetrievalPlan:
-        context = info.context
-        memory, visibility = await context.scoped_memory()
-        if input.project is not None:
-            await context.authorize(
-                Action.READ, Resource(ResourceType.PROJECT, input.project, memory)
-            )
-
-        async def readable_skills(names: Iterable[str]) -> set[str]:
-            asks = [(Action.READ, Resource(ResourceType.SKILL, name, memory)) for name in names]
-            decisions = await context.services.authorizer.decide_all(
-                context.caller, asks, context.trace
-            )
-            return {d.resource.name for d in decisions if d.allowed and d.resource.name}
-
-        plan = await context.services.retrieve.plan(
-            memory,
-            visibility,
-            model.RetrieveRequest(
-                question=input.question,
-                project=input.project,
-                vault=input.vault,
-                token_budget=input.token_budget,
-                explain=input.explain,
-            ),
-            readable_skills,
+        memory, visibility, skills = await plan_access(info, input.project)
+        plan = await info.context.services.retrieve.plan(
+            memory, visibility, request_of(input), skills
         )
-        return _plan(plan, explain=input.explain)
+        return plan_of(plan, explain=input.explain)
+
+
+async def plan_access(
+    info: Info, project: str | None, *, fresh: bool = False
+) -> tuple[str, NoteVisibility, SkillGate]:
+    """The memory, the caller's read scope and the skill gate of a plan: the caller
+    enters the memory and, when a project is named, must be allowed to read it (decided
+    and audited before any search runs). ``fresh``: decided again even if done before
+    on this connection (a subscription after a policy or token change)."""
+    context = info.context
+    if fresh:
+        memory = await context.memory()
+        visibility = await context.visibility(memory, fresh=True)
+    else:
+        memory, visibility = await context.scoped_memory()
+    if project is not None:
+        await context.authorize(Action.READ, Resource(ResourceType.PROJECT, project, memory))
+
+    async def readable_skills(names: Iterable[str]) -> set[str]:
+        asks = [(Action.READ, Resource(ResourceType.SKILL, name, memory)) for name in names]
+        decisions = await context.services.authorizer.decide_all(
+            context.caller, asks, context.trace
+        )
+        return {d.resource.name for d in decisions if d.allowed and d.resource.name}
+
+    return memory, visibility, readable_skills
+
+
+def request_of(input: RetrieveInput) -> model.RetrieveRequest:
+    return model.RetrieveRequest(
+        question=input.question,
+        project=input.project,
+        vault=input.vault,
+        token_budget=input.token_budget,
+        explain=input.explain,
+    )

@@ -30,6 +30,7 @@ from strawberry.tools import merge_types
 from strawberry.types import ExecutionContext, ExecutionResult
 from strawberry.types.execution import PreExecutionError
 
+from fortemi.graphql.answers import AnswerQuery, AnswerSubscription
 from fortemi.graphql.audit import AuditQuery, AuditSubscription
 from fortemi.graphql.errors import VariableValuesError, render_errors
 from fortemi.graphql.events import EventSubscription
@@ -70,6 +71,7 @@ Query = merge_types(
         LinkQuery,
         SearchQuery,
         RetrieveQuery,
+        AnswerQuery,
         GraphQuery,
         JobQuery,
         WebhookQuery,
@@ -94,7 +96,9 @@ Mutation = merge_types(
         VaultSyncMutation,
     ),
 )
-Subscription = merge_types("Subscription", (EventSubscription, AuditSubscription))
+Subscription = merge_types(
+    "Subscription", (EventSubscription, AuditSubscription, AnswerSubscription)
+)
 
 
 class PerEventExecutor(StrawberryGraphQLCoreExecutionContext):

@@ -26,6 +26,7 @@ from fortemi.platform.notes import NoteService
 from fortemi.platform.settings import Settings
 from fortemi.retrieval.search import SearchService
 from fortemi.webhooks.service import WebhookService
+from fortemi.wiki.answers.service import AnswerService
 from fortemi.wiki.retrieve.service import RetrievalPlanner
 from fortemi.wiki.vaults import VaultService
 
@@ -53,6 +54,7 @@ class Services:
     links: LinkService
     search: SearchService
     retrieve: RetrievalPlanner
+    answers: AnswerService
     traversal: TraversalService
     maintenance: GraphMaintenance
     jobs: JobService

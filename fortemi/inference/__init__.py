@@ -13,6 +13,8 @@ from fortemi.inference.backend import (
     Generation,
     GenerationTier,
     InferenceBackend,
+    StreamingBackend,
+    generate_stream,
     normalized,
 )
 from fortemi.inference.errors import (
@@ -42,7 +44,9 @@ __all__ = [
     "LocalEmbeddingBackend",
     "OllamaBackend",
     "OpenAICompatibleBackend",
+    "StreamingBackend",
     "build_backend",
+    "generate_stream",
     "normalized",
     "outcome_for",
 ]

@@ -9,9 +9,10 @@ cosine) and raises only :mod:`fortemi.inference.errors`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -22,6 +23,8 @@ __all__ = [
     "Generation",
     "GenerationTier",
     "InferenceBackend",
+    "StreamingBackend",
+    "generate_stream",
     "normalized",
 ]
 
@@ -104,6 +107,51 @@ class InferenceBackend(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class StreamingBackend(Protocol):
+    """A backend that can send a completion as it is generated (Ollama's NDJSON, an
+    OpenAI-compatible server's server-sent events)."""
+
+    def generate_stream(
+        self,
+        prompt: str,
+        *,
+        tier: GenerationTier = "fast",
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> AsyncGenerator[str | Generation, None]:
+        """The completion's text in pieces as they come, then its :class:`Generation`
+        (the whole text and the counts) as the last item. Closing it early closes the
+        request."""
+        ...
+
+
+async def generate_stream(
+    backend: InferenceBackend,
+    prompt: str,
+    *,
+    tier: GenerationTier = "fast",
+    max_tokens: int | None = None,
+    temperature: float | None = None,
+) -> AsyncGenerator[str | Generation, None]:
+    """Text pieces, then the :class:`Generation`: streamed when ``backend`` can stream,
+    else one piece holding the whole answer."""
+    if isinstance(backend, StreamingBackend):
+        stream = backend.generate_stream(
+            prompt, tier=tier, max_tokens=max_tokens, temperature=temperature
+        )
+        async with aclosing(stream):  # a consumer that stops early ends the request
+            async for item in stream:
+                yield item
+        return
+    generation = await backend.generate(
+        prompt, tier=tier, max_tokens=max_tokens, temperature=temperature
+    )
+    if generation.text:
+        yield generation.text
+    yield generation
 
 
 def normalized(vectors: NDArray[np.floating]) -> Embeddings:

@@ -15,7 +15,7 @@ Inputs longer than the server's context are truncated by Ollama (``truncate=True
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Mapping
 from typing import Any, TypeVar
 
 import httpx
@@ -129,6 +129,49 @@ class OllamaBackend(RemoteBackend):
             completion_tokens=response.eval_count,
             finish_reason=response.done_reason,
         )
+
+    async def generate_stream(
+        self,
+        prompt: str,
+        *,
+        tier: GenerationTier = "fast",
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> AsyncGenerator[str | Generation, None]:
+        """``/api/generate`` with ``stream: true``: Ollama sends one JSON object per line,
+        each with a piece of ``response``; the last has ``done`` and the counts."""
+        chosen = self._models[tier]
+        options: dict[str, Any] = {}
+        if max_tokens is not None:
+            options["num_predict"] = max_tokens
+        if temperature is not None:
+            options["temperature"] = temperature
+        extra: dict[str, Any] = {"options": options} if options else {}
+        stream = await self._call(
+            chosen, self._client.generate(model=chosen, prompt=prompt, stream=True, **extra)
+        )
+        pieces: list[str] = []
+        try:
+            while True:
+                try:
+                    part = await self._call(chosen, anext(stream))
+                except StopAsyncIteration:
+                    raise bad_response(self.name, "the stream ended before done") from None
+                if part.response:
+                    pieces.append(part.response)
+                    yield part.response
+                if part.done:
+                    yield Generation(
+                        text="".join(pieces),
+                        model=part.model or chosen,
+                        prompt_tokens=part.prompt_eval_count,
+                        completion_tokens=part.eval_count,
+                        finish_reason=part.done_reason,
+                    )
+                    return
+        finally:
+            if isinstance(stream, AsyncGenerator):  # the client's stream: end its request
+                await stream.aclose()
 
     async def aclose(self) -> None:
         await self._client.close()  # type: ignore[no-untyped-call]  # ollama leaves it unannotated

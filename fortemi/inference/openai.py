@@ -8,7 +8,8 @@ dimension is learnt from the first embedding (see :mod:`fortemi.inference._remot
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 import httpx
@@ -136,5 +137,76 @@ class OpenAICompatibleBackend(RemoteBackend):
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise bad_response(self.name, "no choices[0].message.content") from exc
 
+    async def generate_stream(
+        self,
+        prompt: str,
+        *,
+        tier: GenerationTier = "fast",
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> AsyncGenerator[str | Generation, None]:
+        """``stream: true``: server-sent events, one ``data:`` line per delta, ended by
+        ``data: [DONE]``; the usage comes in a last chunk when the server honours
+        ``stream_options.include_usage`` (else the counts stay None)."""
+        chosen = self._generate_model
+        body: dict[str, Any] = {
+            "model": chosen,
+            "messages": [{"role": "user", "content": prompt}],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        if temperature is not None:
+            body["temperature"] = temperature
+        pieces: list[str] = []
+        model, finish = chosen, None
+        usage: dict[str, Any] = {}
+        try:
+            async with self._client.stream("POST", "/chat/completions", json=body) as response:
+                if not response.is_success:
+                    await response.aread()
+                    raise error_for_status(
+                        response.status_code,
+                        detail_of(response.text),
+                        response.headers,
+                        backend=self.name,
+                        model=chosen,
+                    )
+                async for line in response.aiter_lines():
+                    if not line.startswith("data:"):
+                        continue  # blank separators, comments, event names
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        break
+                    chunk = _event(self.name, data)
+                    model = str(chunk.get("model") or model)
+                    usage = chunk.get("usage") or usage
+                    for choice in chunk.get("choices") or []:
+                        text = (choice.get("delta") or {}).get("content")
+                        if text:
+                            pieces.append(str(text))
+                            yield str(text)
+                        finish = choice.get("finish_reason") or finish
+        except httpx.TransportError as exc:
+            raise error_for_transport(exc, backend=self.name) from exc
+        yield Generation(
+            text="".join(pieces),
+            model=model,
+            prompt_tokens=usage.get("prompt_tokens"),
+            completion_tokens=usage.get("completion_tokens"),
+            finish_reason=finish,
+        )
+
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+def _event(backend: str, data: str) -> dict[str, Any]:
+    try:
+        chunk = json.loads(data)
+    except ValueError as exc:
+        raise bad_response(backend, "a stream event is not JSON") from exc
+    if not isinstance(chunk, dict):
+        raise bad_response(backend, "a stream event is not a JSON object")
+    return chunk

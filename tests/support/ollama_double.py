@@ -24,13 +24,22 @@ any unknown name       404 "model ... not found, try pulling it first", as Ollam
 carries its JSON schema as ``format``); ``dimensions`` maps each embedding model to its
 vector size and may be changed mid-test. ``replies`` scripts what a generation model
 answers instead of the echo: model name → the response text (JSON, malformed JSON, a
-refusal in prose, as a real model might).
+refusal in prose, as a real model might); ``scripts`` queues answers per model, each
+``(text, done_reason)`` used once and in order (an empty answer, one cut off by length).
+
+``/api/generate`` streams when asked (``"stream": true``): NDJSON, one object per word of
+the answer, then a last one with ``done``, ``done_reason`` and the counts. Its
+``prompt_eval_count`` is the prompt's words + 3; with ``prefix_cache`` on, only the words
+after those it shares with the model's previous prompt (as Ollama skips the prefix whose
+key/value state it kept). While ``hold_streams`` is set, a stream waits after its first
+piece, so a test can act while an answer is being written.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import math
 import socket
 import threading
@@ -41,7 +50,7 @@ import numpy as np
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 __all__ = ["FAILURE_MODELS", "OllamaDouble", "ServedApp", "double_vector"]
@@ -142,6 +151,10 @@ class OllamaDouble(ServedApp):
         self.dimensions: dict[str, int] = {"nomic-embed-text": 768}
         self.generators = {"qwen3.5:9b", "qwen3.5:27b"}
         self.replies: dict[str, str] = {}
+        self.scripts: dict[str, list[tuple[str, str]]] = {}
+        self.prefix_cache = False
+        self.hold_streams = False  # a stream waits after its first piece while this holds
+        self._last_prompt: dict[str, list[str]] = {}
 
     def __enter__(self) -> OllamaDouble:
         super().__enter__()
@@ -196,24 +209,51 @@ class OllamaDouble(ServedApp):
         model = body["model"]
         if (failure := await self._failure(model)) is not None:
             return failure
-        if model in self.replies:
+        reason, cut = None, False
+        if self.scripts.get(model):
+            text, reason = self.scripts[model].pop(0)
+        elif model in self.replies:
             text, cut = self.replies[model], False
         else:
             words = f"echo: {body.get('prompt', '')}".split()
             limit = (body.get("options") or {}).get("num_predict")
             cut = limit is not None and len(words) > limit
             text = " ".join(words[:limit] if cut else words)
-        return JSONResponse(
-            {
-                "model": model,
-                "created_at": "2026-01-01T00:00:00Z",
-                "response": text,
-                "done": True,
-                "done_reason": "length" if cut else "stop",
-                "prompt_eval_count": len(str(body.get("prompt", "")).split()) + 3,
-                "eval_count": len(text.split()),
-            }
-        )
+        final = {
+            "model": model,
+            "created_at": "2026-01-01T00:00:00Z",
+            "response": text,
+            "done": True,
+            "done_reason": reason or ("length" if cut else "stop"),
+            "prompt_eval_count": self._evaluated(model, str(body.get("prompt", ""))),
+            "eval_count": len(text.split()),
+        }
+        if body.get("stream") is not True:
+            return JSONResponse(final)
+        pieces = [word + " " for word in text.split(" ")] if text else []
+        pieces[-1:] = [pieces[-1].rstrip(" ")] if pieces else []
+
+        async def lines() -> Any:
+            for number, piece in enumerate(pieces):
+                part = {"model": model, "created_at": final["created_at"], "done": False}
+                yield json.dumps({**part, "response": piece}) + "\n"
+                # Polled, not an Event: the test releases it from another thread and loop.
+                while number == 0 and self.hold_streams and not self._closing:  # noqa: ASYNC110
+                    await asyncio.sleep(0.01)
+            yield json.dumps({**final, "response": ""}) + "\n"
+
+        return StreamingResponse(lines(), media_type="application/x-ndjson")
+
+    def _evaluated(self, model: str, prompt: str) -> int:
+        words = prompt.split()
+        shared = 0
+        if self.prefix_cache:
+            for old, new in zip(self._last_prompt.get(model, []), words, strict=False):
+                if old != new:
+                    break
+                shared += 1
+        self._last_prompt[model] = words
+        return len(words) - shared + 3
 
     async def _show(self, request: Request) -> Response:
         body = await self._record(request)

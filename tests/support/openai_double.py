@@ -9,15 +9,19 @@ which the API allows and a client must honour.
 
 ``replies`` scripts a model's answer text (model name → content) and ``refusals`` a
 refusal (model name → ``message.refusal``, with ``content`` null, as OpenAI answers a
-structured-output request it declines).
+structured-output request it declines). A request with ``"stream": true`` is answered
+with server-sent events: one ``chat.completion.chunk`` per word, then one with the
+``finish_reason``, then the usage chunk when ``stream_options.include_usage`` asks for
+it, then ``data: [DONE]``.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from tests.support.ollama_double import ServedApp, double_vector
@@ -118,6 +122,13 @@ class OpenAIDouble(ServedApp):
         if declined is not None:
             message["refusal"] = declined
         completion_tokens = len((text or declined or "").split())
+        usage = {
+            "prompt_tokens": len(prompt.split()),
+            "completion_tokens": completion_tokens,
+            "total_tokens": len(prompt.split()) + completion_tokens,
+        }
+        if body.get("stream") is True:
+            return self._events(model, text or "", "length" if cut else "stop", body, usage)
         return JSONResponse(
             {
                 "id": "chatcmpl-double",
@@ -130,10 +141,27 @@ class OpenAIDouble(ServedApp):
                         "finish_reason": "length" if cut else "stop",
                     }
                 ],
-                "usage": {
-                    "prompt_tokens": len(prompt.split()),
-                    "completion_tokens": completion_tokens,
-                    "total_tokens": len(prompt.split()) + completion_tokens,
-                },
+                "usage": usage,
             }
         )
+
+    def _events(
+        self, model: str, text: str, finish: str, body: Any, usage: dict[str, int]
+    ) -> Response:
+        words = text.split(" ") if text else []
+        deltas = [word + (" " if i < len(words) - 1 else "") for i, word in enumerate(words)]
+        base = {"id": "chatcmpl-double", "object": "chat.completion.chunk", "model": model}
+
+        def event(choices: list[dict[str, Any]], **extra: Any) -> str:
+            return f"data: {json.dumps({**base, 'choices': choices, **extra})}\n\n"
+
+        async def events() -> Any:
+            yield ": a comment line, as some servers send\n\n"
+            for delta in deltas:
+                yield event([{"index": 0, "delta": {"content": delta}, "finish_reason": None}])
+            yield event([{"index": 0, "delta": {}, "finish_reason": finish}])
+            if (body.get("stream_options") or {}).get("include_usage"):
+                yield event([], usage=usage)
+            yield "data: [DONE]\n\n"
+
+        return StreamingResponse(events(), media_type="text/event-stream")

@@ -147,10 +147,12 @@ class VaultClient:
         self._http.close()
 
     def sync(self, input: dict[str, Any]) -> dict[str, Any]:
+        return self.request(_MUTATION, {"i": input}, "syncVaultFiles")
+
+    def request(self, query: str, variables: dict[str, Any], field: str) -> dict[str, Any]:
+        """``field`` of the data of ``query`` (any operation of the API, such as ``ask``)."""
         try:
-            response = self._http.post(
-                self._url, json={"query": _MUTATION, "variables": {"i": input}}
-            )
+            response = self._http.post(self._url, json={"query": query, "variables": variables})
         except httpx.HTTPError as exc:
             raise Unavailable(f"cannot reach {self._url}: {exc} (set FORTEMI_URL)") from exc
         try:
@@ -167,7 +169,7 @@ class VaultClient:
             if code == "UNAUTHENTICATED" or response.status_code == httpx.codes.UNAUTHORIZED:
                 message += "; set FORTEMI_TOKEN (`fortemi token` mints one)"
             raise FortemiError(message)
-        payload: dict[str, Any] = body["data"]["syncVaultFiles"]
+        payload: dict[str, Any] = body["data"][field]
         return payload
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from fortemi.inference import (
+    Generation,
     InferenceError,
     InferenceRateLimited,
     InferenceRejected,
@@ -236,3 +237,29 @@ async def test_errors_are_fortemi_errors_with_stable_codes(backend: OllamaBacken
         await backend.embed(["x"], model="fail-rate-limit")
     assert caught.value.code == "RATE_LIMITED"
     assert caught.value.extensions == {"backend": "ollama", "retryAfterSeconds": 7.0}
+
+
+async def test_generate_stream_reads_ndjson_pieces_then_the_counts(
+    backend: OllamaBackend, ollama_double: OllamaDouble
+) -> None:
+    items = [item async for item in backend.generate_stream("one two three", max_tokens=3)]
+    *pieces, result = items
+    assert pieces == ["echo: ", "one ", "two"]
+    assert isinstance(result, Generation)
+    assert (result.text, result.finish_reason, result.model) == (
+        "echo: one two", "length", "qwen3.5:9b",
+    )  # fmt: skip
+    assert (result.prompt_tokens, result.completion_tokens) == (6, 3)  # prompt_eval_count
+    ((_, body),) = [r for r in ollama_double.requests if r[0] == "/api/generate"]
+    assert (body["stream"], body["options"]["num_predict"]) == (True, 3)
+
+
+async def test_a_streamed_request_ollama_refuses_is_the_same_error_as_unstreamed(
+    ollama_double: OllamaDouble,
+) -> None:
+    failing = OllamaBackend(ollama_double.url, fast_model="fail-server")
+    try:
+        with pytest.raises(InferenceUnavailable, match="llama runner process has terminated"):
+            await anext(failing.generate_stream("a prompt"))  # fails before any piece
+    finally:
+        await failing.aclose()

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from fortemi.inference import (
+    Generation,
     InferenceRateLimited,
     InferenceRejected,
     InferenceTimeout,
@@ -208,3 +209,32 @@ async def test_a_refused_connection_is_transient(operation: Operation) -> None:
     finally:
         await backend.aclose()
     assert caught.value.failure_code == "inference_unreachable"
+
+
+async def test_generate_stream_reads_server_sent_events_and_the_usage_chunk(
+    backend: OpenAICompatibleBackend, openai_double: OpenAIDouble
+) -> None:
+    items = [item async for item in backend.generate_stream("one two three", max_tokens=3)]
+    *pieces, result = items
+    assert pieces == ["echo: ", "one ", "two"]
+    assert isinstance(result, Generation)
+    assert (result.text, result.finish_reason, result.model) == (
+        "echo: one two", "length", "gpt-4o-mini",
+    )  # fmt: skip
+    assert (result.prompt_tokens, result.completion_tokens) == (3, 3)
+    ((_, body),) = openai_double.requests
+    assert (body["stream"], body["stream_options"], body["max_tokens"]) == (
+        True, {"include_usage": True}, 3,
+    )  # fmt: skip
+
+
+async def test_a_streamed_request_the_server_refuses_fails_before_any_piece(
+    openai_double: OpenAIDouble,
+) -> None:
+    failing = OpenAICompatibleBackend(openai_double.url, generate_model="fail-server",
+                                      api_key="sk-test-key")  # fmt: skip
+    try:
+        with pytest.raises(InferenceUnavailable):
+            await anext(failing.generate_stream("a prompt"))  # fails before any piece
+    finally:
+        await failing.aclose()

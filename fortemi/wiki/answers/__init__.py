@@ -1,0 +1,1 @@
+"""Answers: a question's retrieval plan handed to a generation model, with citations."""
