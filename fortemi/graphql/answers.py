@@ -19,7 +19,14 @@ import strawberry
 
 from fortemi.graphql.context import Info
 from fortemi.graphql.reauthorization import Reauthorized
-from fortemi.graphql.retrieve import PlanNote, RetrievalPlan, note_of, plan_access, plan_of
+from fortemi.graphql.retrieve import (
+    PlanNote,
+    RetrievalPlan,
+    RetrieveInput,
+    note_of,
+    plan_access,
+    plan_of,
+)
 from fortemi.graphql.subscriptions import until_token_expires
 from fortemi.wiki.answers import models as model
 from fortemi.wiki.retrieve.models import RetrieveRequest
@@ -34,20 +41,9 @@ class AnswerTier(enum.Enum):
 
 
 @strawberry.input(description="A question to answer from a vault's notes")
-class AskInput:
-    question: str
-    project: str | None = strawberry.field(
-        default=None, description="Answer within this project's reach (default: the memory)"
-    )
-    vault: str | None = strawberry.field(
-        default=None, description="Only notes synced from this vault"
-    )
-    token_budget: int = strawberry.field(
-        default=4096, description="Most tokens of the whole prompt (256 to 200,000)"
-    )
-    tier: AnswerTier = strawberry.field(default=AnswerTier.FAST)
-    explain: bool = strawberry.field(
-        default=False, description="The plan reports every candidate chunk with its scores"
+class AskInput(RetrieveInput):
+    tier: AnswerTier = strawberry.field(
+        default=AnswerTier.FAST, description="Which configured generation model answers"
     )
 
 

@@ -17,19 +17,15 @@ from starlette.applications import Starlette
 
 from fortemi.app import create_app
 from fortemi.auth.local_issuer import LocalIssuer
-from fortemi.platform.ids import parse_note_id
-from fortemi.platform.jobs.models import Tier
 from fortemi.platform.notes.models import NameSet, NoteVisibility
-from fortemi.retrieval.indexing import Chunking, embedding_job_type
 from fortemi.retrieval.service import ScopedRetrieval
 from fortemi.runtime import Runtime
 from fortemi.wiki.retrieve.models import PlanSettings, RetrievalPlan, RetrieveRequest
 from fortemi.wiki.retrieve.router import SkillGate
 from fortemi.wiki.retrieve.scope import LinkedReach
 from fortemi.wiki.retrieve.service import RetrievalPlanner
-from tests.integration.graphql.conftest import OPEN_POLICY, error_codes
-from tests.integration.retrieval.conftest import run_embedding
-from tests.support.homelab import questions, vault_items
+from tests.integration.graphql.conftest import error_codes
+from tests.support.homelab import questions
 
 RETRIEVE = """query($input: RetrieveInput!) {
   retrieve(input: $input) {
@@ -41,56 +37,6 @@ RETRIEVE = """query($input: RetrieveInput!) {
     degraded degradedReason droppedSkills
   }
 }"""
-
-# Policies of the vault's resources that the suite's fixture policies do not set (poimen
-# and the two restricted skills come from tests/data/policies, as in every memory).
-PUBLIC = ("rust-guide", "ai-infra", "empty-project")
-
-
-@pytest.fixture(scope="module")
-async def homelab(runtime: Runtime, app: Starlette, issuer: LocalIssuer) -> AsyncIterator[str]:
-    """A memory holding the homelab vault, synced as a vault sync stores it, embedded."""
-    name = f"homelab_{uuid.uuid4().hex[:10]}"
-    await runtime.memories.create(name, created_by="test")
-    store = runtime.policies
-    await store.put("memory", name, name, {**OPEN_POLICY, "memory": name}, actor="test")
-    for project in PUBLIC:
-        await store.put("project", name, project, {**OPEN_POLICY, "project": project}, actor="t")
-    # Skill policies are shared by every memory: this one is removed again at the end.
-    testing = {**OPEN_POLICY, "skill": "SKILL-testing"}
-    await store.put("skill", None, "SKILL-testing", testing, actor="t")
-    loader = issuer.mint(
-        "vault-loader",
-        groups=["platform-team", "ml-team"],
-        roles=["editor"],
-        permissions=["skill:read", "skill:write"],
-    )
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://fortemi.test") as client:
-        response = await client.post(
-            "/graphql",
-            json={
-                "query": "mutation($i: UpsertExternalNotesInput!) {"
-                " upsertExternalNotes(input: $i) { results { outcome note { id } } } }",
-                "variables": {"i": {"source": "vault:homelab", "items": vault_items()}},
-            },
-            headers={"Authorization": f"Bearer {loader}", "X-Fortemi-Memory": name},
-        )
-    body = response.json()
-    assert "errors" not in body, body
-    settings = runtime.settings
-    job_type = embedding_job_type(
-        runtime.db,
-        runtime.backend,
-        Chunking(size=settings.chunk_size, overlap=settings.chunk_overlap),
-        tier=Tier.CPU,
-    )
-    for result in body["data"]["upsertExternalNotes"]["results"]:
-        note_id = parse_note_id(result["note"]["id"])
-        assert (await run_embedding(job_type, name, note_id)).kind == "success"
-    yield name
-    await runtime.memories.delete(name, confirm=name)
-    await store.delete("skill", None, "SKILL-testing")
 
 
 def _user(issuer: LocalIssuer, who: str) -> tuple[str, str]:
