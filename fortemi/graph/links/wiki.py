@@ -6,7 +6,8 @@ headings), ``[[folder/note.md]]`` (or without ``.md``), and the same behind ``!`
 embed (``![[Target]]``). Inside a table cell the pipe is written
 ``\\|``. ``[[#Heading]]`` points into the note itself and names no other note.
 
-What is code is decided by CommonMark's own tokenizer (markdown-it-py), not by patterns:
+What is code is decided by CommonMark's own tokenizer (markdown-it-py, shared with every
+feature that reads markdown: :mod:`fortemi.platform.markdown`), not by patterns:
 a wiki link is an inline rule of that parser, so fenced and indented code blocks (never
 inline-parsed) and code spans (consumed by the backtick rule before any ``[``) cannot hold
 one, exactly as a markdown renderer would show them. A hand-written scanner would have to
@@ -24,9 +25,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import yaml
-from markdown_it import MarkdownIt
-from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
+
+from fortemi.platform.markdown import markdown
 
 __all__ = [
     "MAX_REFERENCES",
@@ -41,8 +42,6 @@ __all__ = [
 # One note's references are stored one row each; past this many the rest are not kept
 # (a generated index note linking every note stays cheap to re-version).
 MAX_REFERENCES = 2000
-# A reference longer than this is not one (titles are at most 500 characters).
-_MAX_INNER = 1000
 # Front matter past this size is not read for aliases (the note itself is still read).
 _MAX_FRONT_MATTER = 65_536
 
@@ -104,42 +103,6 @@ def _reference(inner: str, embed: bool) -> WikiRef | None:
     ).with_anchor()
 
 
-def _wikilink(state: StateInline, silent: bool) -> bool:
-    """markdown-it inline rule: ``[[...]]`` or ``![[...]]`` at ``state.pos``.
-
-    The inner text runs to the first ``]]`` and holds no bracket and no line break; a
-    blank one is no link (the text stays text). In ``silent`` mode (the parser measuring a
-    link label) it only consumes.
-    """
-    src, pos = state.src, state.pos
-    embed = src.startswith("![[", pos)
-    if not embed and not src.startswith("[[", pos):
-        return False
-    start = pos + (3 if embed else 2)
-    end = src.find("]]", start, start + _MAX_INNER + 2)
-    if end < 0:
-        return False
-    inner = src[start:end]
-    if not inner.strip() or any(c in inner for c in "[]\n\r"):
-        return False
-    if not silent:
-        token = state.push("wikilink", "", 0)
-        token.meta = {"ref": _reference(inner, embed)}
-        token.content = inner
-    state.pos = end + 2
-    return True
-
-
-def _parser() -> MarkdownIt:
-    md = MarkdownIt("commonmark").enable(["table", "strikethrough"])
-    # Before "link" and "image", which would read "[[x]]" as a bracketed text.
-    md.inline.ruler.before("link", "wikilink", _wikilink)
-    return md
-
-
-_MD = _parser()
-
-
 def split_front_matter(text: str) -> tuple[str | None, str]:
     """(the YAML front matter, the rest) of ``text``; None when it has none.
 
@@ -186,9 +149,12 @@ def references(text: str, format: str = "markdown") -> list[WikiRef]:
         return []
     _, body = split_front_matter(text)
     found: list[WikiRef] = []
-    for token in _walk(_MD.parse(body)):
-        if token.type == "wikilink" and token.meta["ref"] is not None:
-            found.append(token.meta["ref"])
+    for token in _walk(markdown.parse(body)):
+        if token.type != "wikilink":
+            continue
+        ref = _reference(token.content, token.meta["embed"])
+        if ref is not None:
+            found.append(ref)
             if len(found) == MAX_REFERENCES:
                 break
     return found

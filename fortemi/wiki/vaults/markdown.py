@@ -20,15 +20,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
-from markdown_it import MarkdownIt
-from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
+
+from fortemi.platform.markdown import markdown
 
 __all__ = ["FrontMatterError", "Markdown", "read_front_matter", "read_markdown"]
 
 # Both construct only plain data (SafeConstructor); the C one parses with libyaml.
 _SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_MAX_WIKI_INNER = 1000
 _TAG = re.compile(r"#([\w/-]+)")
 
 
@@ -94,33 +93,6 @@ def read_front_matter(text: str) -> tuple[dict[str, Any], str]:
     return data, body
 
 
-def _wikilink(state: StateInline, silent: bool) -> bool:
-    """Consume ``[[...]]`` (or ``![[...]]``) so its ``#heading`` is never read as a tag."""
-    src, pos = state.src, state.pos
-    start = pos + 3 if src.startswith("![[", pos) else pos + 2
-    if not src.startswith("[[", start - 2):
-        return False
-    end = src.find("]]", start, start + _MAX_WIKI_INNER + 2)
-    if end < 0:
-        return False
-    inner = src[start:end]
-    if not inner.strip() or any(c in inner for c in "[]\n\r"):
-        return False
-    if not silent:
-        state.push("wikilink", "", 0).content = inner
-    state.pos = end + 2
-    return True
-
-
-def _parser() -> MarkdownIt:
-    md = MarkdownIt("commonmark").enable(["table", "strikethrough"])
-    md.inline.ruler.before("link", "wikilink", _wikilink)
-    return md
-
-
-_MD = _parser()
-
-
 def _is_tag(name: str) -> bool:
     return any(not c.isdigit() for c in name.replace("/", "").replace("-", "").replace("_", ""))
 
@@ -151,7 +123,7 @@ def _plain(children: Sequence[Token]) -> str:
 
 def read_markdown(body: str) -> Markdown:
     """The first ``# `` heading and the inline tags of ``body`` (front matter removed)."""
-    tokens = _MD.parse(body)
+    tokens = markdown.parse(body)
     heading: str | None = None
     tags: dict[str, None] = {}  # an ordered set
     in_heading = False
