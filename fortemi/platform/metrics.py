@@ -18,6 +18,10 @@ What is counted where:
   likewise. ``fortemi_job_*``: what this process's workers ran, by tier, type and outcome.
 * ``fortemi_audit_write_seconds``: how long committing a batch of audit rows took.
 * ``fortemi_policy_reloads_total``: policy set reloads by trigger and outcome.
+* ``fortemi_retrieval_plan_seconds``: each retrieval plan the planner was asked for
+  (``retrieve``, ``ask``, ``askStream``), by scope and outcome (``answered``, the reason it
+  abstained, or ``error``). A question refused before the planner (a project the caller
+  may not read) is not counted: nothing was searched for it.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ __all__ = [
     "JOBS_FINISHED",
     "JOB_SECONDS",
     "POLICY_RELOADS",
+    "RETRIEVAL_PLAN_SECONDS",
     "exposition",
     "operation_label",
 ]
@@ -98,6 +103,13 @@ POLICY_RELOADS = Counter(
     "fortemi_policy_reloads_total",
     "Policy set reloads by trigger and outcome",
     ["trigger", "outcome"],
+)
+RETRIEVAL_PLAN_SECONDS = Histogram(
+    "fortemi_retrieval_plan_seconds",
+    "Retrieval plans computed, by scope (project or memory) and outcome (answered, "
+    "the reason it abstained, or error)",
+    ["scope", "outcome"],
+    buckets=_BUCKETS,
 )
 
 _OPERATION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")

@@ -25,6 +25,7 @@ import time
 from dataclasses import replace
 
 from fortemi.platform.errors import BadUserInput, NotFound
+from fortemi.platform.metrics import RETRIEVAL_PLAN_SECONDS
 from fortemi.platform.notes.models import NameSet, NoteVisibility
 from fortemi.retrieval.service import NoteScope, ScopedRetrieval
 from fortemi.wiki.retrieve.layout import ApproximateTokens, TokenCounter, lay_out
@@ -67,6 +68,25 @@ class RetrievalPlanner:
         self._tokens = tokens or ApproximateTokens()
 
     async def plan(
+        self,
+        memory: str,
+        visibility: NoteVisibility,
+        request: RetrieveRequest,
+        skills: SkillGate,
+    ) -> RetrievalPlan:
+        """The plan, timed in ``fortemi_retrieval_plan_seconds``: every plan asked for is
+        counted, so an operator (and a test over HTTP) can see that a refused question
+        never reached the search."""
+        started = time.perf_counter()
+        scope, outcome = ("memory" if request.project is None else "project"), "error"
+        try:
+            plan = await self._plan(memory, visibility, request, skills)
+            scope, outcome = plan.scope, plan.reason or "answered"
+            return plan
+        finally:
+            RETRIEVAL_PLAN_SECONDS.labels(scope, outcome).observe(time.perf_counter() - started)
+
+    async def _plan(
         self,
         memory: str,
         visibility: NoteVisibility,
