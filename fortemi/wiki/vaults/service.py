@@ -196,13 +196,11 @@ class _Admission:
             elif key in pruned and denied.action is Action.READ:
                 self.hidden.add(key)
             elif denied.action is Action.READ:
-                reasons[key] = "forbidden: the vault's note at this path is one you may not read"
+                reasons[key] = "the vault's note at this path is one you may not read"
             else:
                 target = denied.resource
                 what = "this memory" if target.type is ResourceType.MEMORY else target.name
-                reasons[key] = (
-                    f"forbidden: you may not {denied.action.value} {what} ({denied.reason})"
-                )
+                reasons[key] = f"you may not {denied.action.value} {what} ({denied.reason})"
         return SyncAdmission(frozenset(admitted), reasons)
 
 

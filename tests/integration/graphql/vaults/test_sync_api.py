@@ -381,6 +381,8 @@ async def test_notes_of_a_project_the_caller_may_not_write_are_skipped_with_the_
     [result] = payload["results"]
     assert (result["outcome"], result["reason"]) == ("SKIPPED", "forbidden")
     assert "role_requirement_failed" in result["message"]
+    # The reason code says "forbidden" already; the message says what was refused.
+    assert result["message"] == "you may not write p1 (role_requirement_failed)"
     assert payload["errors"] == 1
 
 
