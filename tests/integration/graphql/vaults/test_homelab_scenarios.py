@@ -239,6 +239,9 @@ async def _sync(runtime: Runtime, homelab: Homelab) -> None:
         "vault", "sync", str(HOMELAB), "--memory", memory, "--name", "homelab",
     )  # fmt: skip
     assert code == 0, homelab.sync_output
+    # The sync's Embedding jobs, run here as a worker runs them (the job machinery is
+    # tested on its own). The notes are found in the database: once the vault's policies
+    # are stored, the operator (in none of its groups) may read few of them.
     settings = runtime.settings
     chunking = Chunking(size=settings.chunk_size, overlap=settings.chunk_overlap)
     job_type = embedding_job_type(runtime.db, runtime.backend, chunking, tier=Tier.CPU)
