@@ -57,12 +57,15 @@ class Authorizer:
         principal: Principal,
         asks: Sequence[tuple[Action, Resource]],
         trace: RequestTrace,
+        *,
+        importing: bool = False,
     ) -> list[Decision]:
-        """Decide each ask under one policy snapshot; record them all in one audit write."""
+        """Decide each ask under one policy snapshot; record them all in one audit write.
+        ``importing``: the asks are a vault sync's (see
+        :meth:`AccessDecisionEngine.decide_import`)."""
         policies = await self._policies.snapshot()
-        decisions = [
-            self._engine.decide(policies, principal, action, resource) for action, resource in asks
-        ]
+        decide = self._engine.decide_import if importing else self._engine.decide
+        decisions = [decide(policies, principal, action, resource) for action, resource in asks]
         at = self._clock()
         await self._audit.record([self._record(principal, d, trace, at) for d in decisions])
         return decisions

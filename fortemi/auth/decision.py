@@ -66,6 +66,9 @@ class Reason(StrEnum):
     OWNER_GROUP = "owner_group"
     EXPLICIT_GRANT = "explicit_grant"
     NO_POLICY_DEFAULT_ALLOW = "no_policy_default_allow"
+    # a memory's admin importing (a vault sync) into a project or skill of that memory
+    # whose own policy does not let them write it (see AccessDecisionEngine.decide_import)
+    MEMORY_ADMIN_IMPORT = "memory_admin_import"
     # deny
     NOT_IN_ALLOWED_GROUPS = "not_in_allowed_groups"
     NOT_IN_OWNER_GROUP = "not_in_owner_group"

@@ -162,7 +162,9 @@ class SyncVaultFilesPayload:
 
 
 class _Gate:
-    """The caller's decisions through the one authorizer, recorded in one audit write."""
+    """The caller's decisions through the one authorizer, recorded in one audit write, as
+    an import's: a memory's admin may sync into its projects and skills whatever their
+    policies say about writing (reason ``memory_admin_import``; an explicit deny wins)."""
 
     def __init__(self, context: Context) -> None:
         self._context = context
@@ -171,7 +173,9 @@ class _Gate:
         if not asks:
             return []
         context = self._context
-        return await context.services.authorizer.decide_all(context.caller, asks, context.trace)
+        return await context.services.authorizer.decide_all(
+            context.caller, asks, context.trace, importing=True
+        )
 
 
 def _file(item: VaultFileInput, index: int) -> VaultFile:

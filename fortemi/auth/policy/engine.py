@@ -122,6 +122,42 @@ class AccessDecisionEngine:
                 )
         return self._decide_own(policies, principal, action, resource)
 
+    def decide_import(
+        self, policies: PolicySet, principal: Principal, action: Action, resource: Resource
+    ) -> Decision:
+        """:meth:`decide` for an import into a memory (a vault sync): what the resource's
+        own policy denies, the memory's admin may still do to the imported notes.
+
+        Vault policies usually say who may *read* a project and nothing about writing, so
+        once a sync has stored them, nobody could sync that project's files again. A
+        memory's admin already governs everything in it (they may delete the memory), so
+        importing into its projects and skills is theirs to do: ``read`` (comparing the
+        stored note with the file), ``write`` and ``delete`` are then allowed with reason
+        ``memory_admin_import``. It never opens more: an explicit deny still wins, a
+        memory the principal may not enter stays closed, and only the import asks this
+        way (search, notes and retrieve use :meth:`decide` and the read scope).
+        """
+        decision = self.decide(policies, principal, action, resource)
+        if (
+            decision.allowed
+            or action is Action.ADMIN
+            or resource.type not in _INSIDE_A_MEMORY
+            or resource.memory is None
+            or decision.reason in (Reason.EXPLICIT_DENY, Reason.MEMORY_NOT_ADMITTED)
+        ):
+            return decision
+        admin = self.decide(policies, principal, Action.ADMIN, Resource.of_memory(resource.memory))
+        if not admin.allowed:
+            return decision
+        return Decision(
+            True,
+            Reason.MEMORY_ADMIN_IMPORT,
+            action,
+            resource,
+            admin.policy_source,
+            policies.version,
+        )
+
     def _decide_own(
         self, policies: PolicySet, principal: Principal, action: Action, resource: Resource
     ) -> Decision:

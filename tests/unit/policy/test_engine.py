@@ -377,3 +377,47 @@ def test_read_scope_of_a_memory_that_does_not_admit_lists_no_project_or_skill(
         assert not scope.skills.allows(name)
     assert not scope.allows_note("poimen", None)
     assert not scope.allows_note(None, "SKILL-s")
+
+
+# -- imports (a vault sync) ------------------------------------------------------------------
+
+_ADMINISTERED = {"access_level": "public", "actions": {"admin": {"required_role": "admin"}}}
+_READ_ONLY = {"access_level": "group", "allowed_groups": ["platform-team"]}
+
+
+def _import_set(rules: dict[str, Any] = _READ_ONLY) -> Any:
+    return build_set(files={("memory", "m1"): _ADMINISTERED, ("project", "p"): rules})
+
+
+@pytest.mark.parametrize("action", [Action.READ, Action.WRITE, Action.DELETE])
+def test_a_memory_admin_imports_into_a_project_whose_policy_does_not_let_them(
+    action: Action,
+) -> None:
+    policies = _import_set()
+    admin = principal("ops", roles=["admin"])
+    assert not ENGINE.decide(policies, admin, action, project("p")).allowed
+    decision = ENGINE.decide_import(policies, admin, action, project("p"))
+    assert (decision.allowed, decision.reason) == (True, Reason.MEMORY_ADMIN_IMPORT)
+
+
+def test_an_import_by_someone_who_does_not_administer_the_memory_keeps_the_projects_deny() -> None:
+    policies = _import_set()
+    editor = principal("ed", roles=["editor"])
+    decision = ENGINE.decide_import(policies, editor, Action.WRITE, project("p"))
+    assert (decision.allowed, decision.reason) == (False, Reason.ACTION_NOT_IN_POLICY)
+
+
+def test_an_explicit_deny_beats_the_memory_admins_import() -> None:
+    policies = _import_set({**_READ_ONLY, "deny": {"subjects": ["ops"]}})
+    decision = ENGINE.decide_import(policies, principal("ops", roles=["admin"]), Action.WRITE,
+                                    project("p"))  # fmt: skip
+    assert (decision.allowed, decision.reason) == (False, Reason.EXPLICIT_DENY)
+
+
+def test_an_import_never_administers_a_project_nor_crosses_into_another_memory() -> None:
+    policies = _import_set()
+    admin = principal("ops", roles=["admin"])
+    assert not ENGINE.decide_import(policies, admin, Action.ADMIN, project("p")).allowed
+    # m2 has no policy: the admin of m1 is not admitted into it.
+    elsewhere = ENGINE.decide_import(policies, admin, Action.WRITE, project("p", "m2"))
+    assert (elsewhere.allowed, elsewhere.reason) == (False, Reason.MEMORY_NOT_ADMITTED)
