@@ -22,6 +22,7 @@ from fortemi.platform.settings import Settings
 from tests.support.oidc_double import OidcProviderDouble
 
 __all__ = [
+    "AUDIT",
     "Caller",
     "Deployment",
     "Recorded",

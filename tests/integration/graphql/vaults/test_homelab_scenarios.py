@@ -23,6 +23,7 @@ import dataclasses
 import shutil
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -40,6 +41,7 @@ from tests.integration.graphql.conftest import error_codes
 from tests.integration.graphql.vaults.conftest import HOMELAB, SKILLS
 from tests.integration.retrieval.conftest import run_embedding
 from tests.support.deployment import (
+    AUDIT,
     Caller,
     Deployment,
     access_token,
@@ -136,6 +138,7 @@ class Homelab(Deployment):
     ollama: OllamaDouble | None = None
     notes: dict[str, str] = dataclasses.field(default_factory=dict)  # path -> global id
     sync_output: str = ""
+    vault: Path = Path()  # the operator's copy of the vault, which a test edits
 
     @property
     def issuer(self) -> OidcProviderDouble:
@@ -186,6 +189,8 @@ async def homelab(
         try:
             async with serve(create_app(served)) as host:
                 deployment = _callers(f"http://{host}", memory, idp, ollama)
+                deployment.vault = tmp_path_factory.mktemp("homelab-vault") / "homelab"
+                shutil.copytree(HOMELAB, deployment.vault)
                 await _sync(runtime, deployment)
                 yield deployment
         finally:
@@ -215,7 +220,7 @@ def _callers(url: str, memory: str, idp: OidcProviderDouble, ollama: OllamaDoubl
 async def _sync(runtime: Runtime, homelab: Homelab) -> None:
     """The operator creates the memory and syncs the vault into it; the notes are then
     embedded as a worker would."""
-    memory, operator = homelab.memory, homelab.subs["operator"]
+    memory = homelab.memory
     # The memory's policy admits the vault's readers: it governs the notes outside
     # projects and skills (shared/concepts).
     policy = {
@@ -224,20 +229,10 @@ async def _sync(runtime: Runtime, homelab: Homelab) -> None:
                     "admin": {"required_role": "admin"}},
     }  # fmt: skip
     assert "errors" not in await homelab.post("operator", CREATE_MEMORY, {"n": memory, "p": policy})
-    # Until the sync stores the vault's own policies (which state no write action), only
-    # the operator may write the projects' and skills' notes: a grant to them alone.
-    grant = {"version": 1, "access_level": "private", "grant": {"subjects": [operator]}}
-    bootstrap = [("PROJECT", p, memory, {**grant, "project": p}) for p in PROJECTS] + [
-        ("SKILL", s, None, {**grant, "skill": s}) for s in SKILLS
-    ]
-    for kind, name, scope, document in bootstrap:
-        policy_input = {"resourceType": kind, "name": name, "memory": scope, "document": document}
-        body = await homelab.post("operator", SET_POLICY, {"i": policy_input})
-        assert "errors" not in body, body
-    code, homelab.sync_output = await run_cli(
-        homelab.url, homelab.tokens["operator"],
-        "vault", "sync", str(HOMELAB), "--memory", memory, "--name", "homelab",
-    )  # fmt: skip
+    # No grant first: the vault's projects and skills have no policy yet (default deny),
+    # and the policies the sync stores state no write action; the operator, admin of the
+    # memory, imports into them all the same (reason memory_admin_import).
+    code, homelab.sync_output = await _run_sync(homelab)
     assert code == 0, homelab.sync_output
     # The sync's Embedding jobs, run here as a worker runs them (the job machinery is
     # tested on its own). The notes are found in the database: once the vault's policies
@@ -250,6 +245,13 @@ async def _sync(runtime: Runtime, homelab: Homelab) -> None:
     for row in rows:
         assert (await run_embedding(job_type, memory, row["id"])).kind == "success"
     homelab.notes = {row["path"]: to_global_id("Note", row["id"]) for row in rows}
+
+
+async def _run_sync(homelab: Homelab) -> tuple[int, str]:
+    return await run_cli(
+        homelab.url, homelab.tokens["operator"],
+        "vault", "sync", str(homelab.vault), "--memory", homelab.memory, "--name", "homelab",
+    )  # fmt: skip
 
 
 def _rid() -> str:
@@ -511,3 +513,28 @@ async def test_cuda_oom_triage_reaches_bob_and_never_charlie_or_alice(homelab: H
     # Nor in anything else charlie and alice received in this module.
     for who in ("charlie", "alice"):
         assert [text for text in homelab.received[who] if MARKER in text] == []
+
+
+# Last in the module: it edits a note that earlier tests read.
+async def test_the_operator_re_syncs_an_edited_vault_whose_policies_state_no_write_action(
+    homelab: Homelab,
+) -> None:
+    code, out = await _run_sync(homelab)
+    assert code == 0, out
+    assert "notes: 0 created, 0 updated, 0 restored, 11 unchanged, 0 deleted, 0 skipped" in out
+    edited = homelab.vault / "projects" / "poimen" / "index.md"
+    edited.write_text(edited.read_text() + "\nReviewed in December.\n")
+
+    code, out = await _run_sync(homelab)
+
+    assert code == 0, out
+    assert "notes: 0 created, 1 updated, 0 restored, 10 unchanged, 0 deleted, 0 skipped" in out
+    variables = {"f": {"userId": homelab.subs["operator"], "reason": "memory_admin_import",
+                       "action": "write", "resourceName": "poimen"}, "after": None}  # fmt: skip
+    body = await homelab.post(homelab.auditor, AUDIT, variables)
+    assert body["data"]["auditLog"]["edges"], body  # the write was the import's, recorded
+    # Importing is not reading: the operator, in none of poimen's groups, still may not.
+    refused = await homelab.post(
+        "operator", RETRIEVE, {"input": {"question": "Who owns logging?", "project": "poimen"}}
+    )
+    assert error_codes(refused) == ["FORBIDDEN"], refused
