@@ -22,7 +22,16 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from fortemi.documents.models import (
     Category,
@@ -102,14 +111,26 @@ def _latin1(text: str) -> bytes:
     return text.encode("latin-1")
 
 
-def _lower_all(values: list[str], pattern: re.Pattern[str], what: str) -> list[str]:
-    out = []
-    for value in values:
-        lowered = value.strip().lower()
-        if not pattern.match(lowered):
+def _checked(pattern: re.Pattern[str], what: str, *, lower: bool) -> AfterValidator:
+    def check(value: str) -> str:
+        value = value.strip().lower() if lower else value
+        if not pattern.match(value):
             raise ValueError(f"{value!r} is not a valid {what}")
-        out.append(lowered)
-    return list(dict.fromkeys(out))
+        return value
+
+    return AfterValidator(check)
+
+
+_Extension = Annotated[
+    str, _checked(_EXTENSION, "extension (a dot, then letters or digits)", lower=True)
+]
+_Mime = Annotated[str, _checked(_MIME, "MIME type (type/subtype)", lower=True)]
+_Pattern = Annotated[str, _checked(_PATTERN, "file name or glob (no / allowed)", lower=False)]
+_Word = Annotated[str, _checked(_WORD, "single word", lower=False)]
+
+
+def _unique(values: list[str]) -> list[str]:
+    return list(dict.fromkeys(values))
 
 
 class TypeSpec(_Spec):
@@ -119,12 +140,12 @@ class TypeSpec(_Spec):
     display_name: str = Field(min_length=1, max_length=100)
     category: Category
     description: str | None = Field(default=None, max_length=500)
-    extensions: list[str] = Field(default=[], max_length=32)
-    mime_types: list[str] = Field(default=[], max_length=16)
-    filename_patterns: list[str] = Field(default=[], max_length=32)
+    extensions: list[_Extension] = Field(default=[], max_length=32)
+    mime_types: list[_Mime] = Field(default=[], max_length=16)
+    filename_patterns: list[_Pattern] = Field(default=[], max_length=32)
     magic: list[MagicSpec] = Field(default=[], max_length=16)
-    interpreters: list[str] = Field(default=[], max_length=16)
-    aliases: list[str] = Field(default=[], max_length=16)
+    interpreters: list[_Word] = Field(default=[], max_length=16)
+    aliases: list[_Word] = Field(default=[], max_length=16)
     chunking: ChunkingStrategy
     chunk_size: int = Field(ge=100, le=20000)
     chunk_overlap: int = Field(ge=0, le=5000)
@@ -133,37 +154,18 @@ class TypeSpec(_Spec):
     binary: bool
     container: str | None = Field(default=None, pattern=_NAME)
 
-    @field_validator("extensions")
+    @field_validator("extensions", "mime_types", "filename_patterns", "interpreters", "aliases")
     @classmethod
-    def _extensions(cls, values: list[str]) -> list[str]:
-        return _lower_all(values, _EXTENSION, "extension (a dot, then letters or digits)")
+    def _no_repeats(cls, values: list[str]) -> list[str]:
+        return _unique(values)
 
-    @field_validator("mime_types")
+    @field_validator("chunk_overlap")
     @classmethod
-    def _mime_types(cls, values: list[str]) -> list[str]:
-        return _lower_all(values, _MIME, "MIME type (type/subtype)")
-
-    @field_validator("filename_patterns")
-    @classmethod
-    def _patterns(cls, values: list[str]) -> list[str]:
-        for value in values:
-            if not _PATTERN.match(value):
-                raise ValueError(f"{value!r} is not a file name or glob (no / allowed)")
-        return list(dict.fromkeys(values))
-
-    @field_validator("interpreters", "aliases")
-    @classmethod
-    def _words(cls, values: list[str]) -> list[str]:
-        for value in values:
-            if not _WORD.match(value):
-                raise ValueError(f"{value!r} is not a single word")
-        return list(dict.fromkeys(values))
-
-    @model_validator(mode="after")
-    def _overlap_under_half(self) -> TypeSpec:
-        if self.chunk_overlap * 2 >= self.chunk_size:
-            raise ValueError("chunk_overlap must be less than half of chunk_size")
-        return self
+    def _overlap_under_half(cls, value: int, info: ValidationInfo) -> int:
+        size = info.data.get("chunk_size")
+        if isinstance(size, int) and value * 2 >= size:
+            raise ValueError(f"must be less than half of chunkSize ({size})")
+        return value
 
     def to_type(self, *, system: bool) -> DocumentType:
         return DocumentType(

@@ -20,9 +20,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from fortemi.documents.chunking import CodeChunker, FallbackChunker
+from fortemi.documents.chunking import Chunked, CodeChunker, FallbackChunker
 from fortemi.documents.detection import PREFIX_BYTES, detect
-from fortemi.documents.models import Category, Detection, DocumentType
+from fortemi.documents.models import Category, ChunkingStrategy, Detection, DocumentType
 from fortemi.documents.registry import TypeIndex, parse_type, system_index, validate
 from fortemi.documents.repository import DocumentTypeRepository, StoredType
 from fortemi.platform.database import Connection, Database
@@ -46,8 +46,9 @@ def _read_only(name: str) -> Conflict:
 
 
 class DocumentTypeService:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, fallback: FallbackChunker) -> None:
         self._db = db
+        self._chunker = CodeChunker(fallback, system_index())
         self._repository = DocumentTypeRepository()
         self._indexes: dict[str, tuple[float, TypeIndex]] = {}
 
@@ -96,10 +97,24 @@ class DocumentTypeService:
             raise NotFound(f"No system document type {name!r}", name=name)
         return found
 
-    def chunker(self, fallback: FallbackChunker) -> CodeChunker:
+    @property
+    def chunker(self) -> CodeChunker:
         """Chunks by type: syntactically for the languages with a grammar, else through
-        ``fallback`` (retrieval's chunker), which sees everything but code unchanged."""
-        return CodeChunker(fallback, self.system)
+        the fallback (retrieval's chunker), which sees everything but code unchanged."""
+        return self._chunker
+
+    def chunk(self, text: str, detection: Detection, *, size: int | None = None) -> Chunked:
+        """``text`` chunked as detected: the type's strategy (and size and overlap, unless
+        ``size`` is given) when the detection is sure enough, else as prose."""
+        kind = detection.type
+        chunk_size = size or kind.chunk_size
+        overlap = min(kind.chunk_overlap, (chunk_size - 1) // 2)
+        if (
+            detection.strategy is ChunkingStrategy.SEMANTIC
+            and kind.chunking is not ChunkingStrategy.SEMANTIC
+        ):
+            return self._chunker.chunk(text, format="text", size=chunk_size, overlap=overlap)
+        return self._chunker.chunk(text, type=kind, size=chunk_size, overlap=overlap)
 
     async def index_for(self, memory: str) -> TypeIndex:
         cached = self._indexes.get(memory)
