@@ -6,7 +6,6 @@ parameters bound by name (:mod:`fortemi.platform.sql`).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -35,8 +34,7 @@ class StoredType:
 
 
 def _definition(value: Any) -> dict[str, Any]:
-    loaded = json.loads(value) if isinstance(value, str) else value
-    return dict(loaded)
+    return dict(value)  # the pool's codec has decoded the jsonb
 
 
 DOCUMENT_TYPE = Table("document_type", StoredType, convert={"definition": _definition})
@@ -69,9 +67,7 @@ class DocumentTypeRepository:
     async def insert(
         self, conn: Connection, name: str, category: str, definition: dict[str, Any], actor: str
     ) -> StoredType:
-        args = _INSERT.args(
-            name=name, category=category, definition=json.dumps(definition), actor=actor
-        )
+        args = _INSERT.args(name=name, category=category, definition=definition, actor=actor)
         try:
             row = await conn.fetchrow(_INSERT.sql, *args)
         except asyncpg.UniqueViolationError as exc:
@@ -85,9 +81,7 @@ class DocumentTypeRepository:
     async def update(
         self, conn: Connection, name: str, category: str, definition: dict[str, Any], actor: str
     ) -> StoredType | None:
-        args = _UPDATE.args(
-            name=name, category=category, definition=json.dumps(definition), actor=actor
-        )
+        args = _UPDATE.args(name=name, category=category, definition=definition, actor=actor)
         row = await conn.fetchrow(_UPDATE.sql, *args)
         return None if row is None else DOCUMENT_TYPE.from_record(row)
 
