@@ -186,9 +186,16 @@ def _by_structure(index: TypeIndex, text: str, truncated: bool) -> DocumentType 
     separated = _separated(lines)
     if separated is not None:
         return index.get(separated)
-    if sum(1 for sign in _MARKDOWN_SIGNS if sign.search(stripped)) >= 2:
+    if sum(1 for sign in _MARKDOWN_SIGNS if sign.search(stripped)) >= 2 and not _code_like(lines):
         return index.get("markdown")
     return None
+
+
+def _code_like(lines: list[str]) -> bool:
+    """Whether a fifth of the lines end as statements and blocks do (``;``, ``{``, ``}``,
+    ``:``, ``)``): ``# comments`` and backticks in code are no markdown."""
+    ends = sum(1 for line in lines if line.rstrip().endswith((";", "{", "}", ":", ")")))
+    return ends * 5 >= len(lines) > 0
 
 
 def _is_json_object(line: str) -> bool:
