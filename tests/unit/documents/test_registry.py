@@ -99,3 +99,17 @@ def test_extensions_are_tried_longest_first_and_dotfiles_have_none() -> None:
     assert index.for_extension("backup.tar.gz") == index.get("gzip")
     assert index.for_extension("data.json") == index.get("json")
     assert index.for_extension(".bashrc") is None
+
+
+def test_the_graphql_enums_mirror_the_models() -> None:
+    from fortemi.documents import models
+    from fortemi.graphql import documents as api
+
+    pairs = [
+        (api.DocumentCategory, models.Category),
+        (api.ChunkingStrategy, models.ChunkingStrategy),
+        (api.ExtractionStrategy, models.Extraction),
+        (api.DetectionMethod, models.Method),
+    ]
+    for exposed, model in pairs:
+        assert {(m.name, m.value) for m in exposed} == {(m.name, m.value) for m in model}
