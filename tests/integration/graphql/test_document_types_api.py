@@ -4,8 +4,13 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from typing import Any
 
+import pytest
+
+from fortemi.auth.audit.models import AuditRecord
+from fortemi.runtime import Runtime
 from tests.integration.graphql.conftest import GraphQLCall, error_codes
 
 DETECT = """
@@ -124,6 +129,27 @@ async def test_custom_types_change_and_go_only_through_memory_admins(
     assert deleted["data"] == {"deleteDocumentType": True}
     assert error_codes(again) == ["NOT_FOUND"]
     assert gone["data"] == {"documentType": None}
+
+
+async def test_each_custom_type_decision_is_recorded_in_the_audit_log(
+    gql: GraphQLCall, admin_token: str, runtime: Runtime, memory: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    recorded: list[AuditRecord] = []
+    record = runtime.audit.record
+
+    async def recording(records: Sequence[AuditRecord]) -> None:
+        recorded.extend(records)
+        await record(records)
+
+    monkeypatch.setattr(runtime.audit, "record", recording)
+    await gql(CREATE, {"i": MEMO})
+    await gql(CREATE, {"i": MEMO}, token=admin_token)
+
+    admin = [
+        (r.user_id, r.decision) for r in recorded if r.action == "admin" and r.memory == memory
+    ]
+    assert admin == [("alice", "deny"), ("root", "allow")]
 
 
 async def test_system_types_are_read_only(gql: GraphQLCall, admin_token: str) -> None:

@@ -194,3 +194,16 @@ def test_everything_but_code_is_chunked_exactly_as_before(format: str) -> None:
     assert [(c.start, c.end, c.heading) for c in ours.chunks] == [
         (c.start, c.end, c.heading) for c in before
     ]
+
+
+def test_offsets_are_characters_where_the_text_is_not_ascii() -> None:
+    source = (
+        'GREETING = "héllo wörld 👋🏽"\n\n\ndef grüß(name):\n    return f"{GREETING}, {name} ✓"\n\n\n'
+        'def adiós():\n    return "¡adiós! — ça va, 你好"\n'
+    )
+
+    chunks = CHUNKER.chunk(source, format="python", size=100, overlap=10).chunks
+
+    assert [c.text for c in chunks] == [source[c.start : c.end] for c in chunks]
+    assert chunks[-1].text == 'def adiós():\n    return "¡adiós! — ça va, 你好"'
+    assert chunks[-1].heading == "adiós"
