@@ -32,6 +32,8 @@ from fortemi.auth.audit import AuditKeyring, AuditService, AuditWriter
 from fortemi.auth.local_issuer import LocalIssuer
 from fortemi.auth.policy import AccessDecisionEngine, PolicyService, build_policy_service
 from fortemi.auth.tokens import TokenValidator
+from fortemi.documents.chunking import CodeChunker
+from fortemi.documents.service import DocumentTypeService
 from fortemi.graph.linking.jobs import linking_followups, linking_job_type
 from fortemi.graph.linking.service import LinkingSettings, NoteLinker
 from fortemi.graph.links import LinkService, WikiLinkIndexer
@@ -63,6 +65,7 @@ from fortemi.platform.notes.service import NoteIndexer
 from fortemi.platform.sealing import SecretBox
 from fortemi.platform.settings import Settings
 from fortemi.retrieval.backfill import embedding_backfill_type
+from fortemi.retrieval.chunking import chunk_text
 from fortemi.retrieval.indexing import (
     Chunking,
     EmbeddingEnqueuer,
@@ -134,7 +137,11 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
     """
     box = SecretBox.from_settings(settings)
     chunking = Chunking(
-        size=settings.chunk_size, overlap=settings.chunk_overlap, batch=settings.embed_batch_size
+        size=settings.chunk_size,
+        overlap=settings.chunk_overlap,
+        batch=settings.embed_batch_size,
+        # Code notes cut at their functions and classes; every other format as before.
+        chunker=CodeChunker(chunk_text),
     )
     delivery = DeliverySettings(
         policy=TargetPolicy.from_cidrs(settings.webhook_allowed_networks),
@@ -382,6 +389,7 @@ def _build_services(parts: _Parts) -> Services:
         ),
         events=events,
         vocabulary=vocabulary,
+        documents=DocumentTypeService(db, chunk_text),
     )
 
 

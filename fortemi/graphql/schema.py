@@ -32,6 +32,7 @@ from strawberry.types.execution import PreExecutionError
 
 from fortemi.graphql.answers import AnswerQuery, AnswerSubscription
 from fortemi.graphql.audit import AuditQuery, AuditSubscription
+from fortemi.graphql.documents import DocumentTypeMutation, DocumentTypeQuery
 from fortemi.graphql.errors import VariableValuesError, render_errors
 from fortemi.graphql.events import EventSubscription
 from fortemi.graphql.flat import (
@@ -80,6 +81,7 @@ Query = merge_types(
         VocabularyQuery,
         MaintenanceQuery,
         VaultLinkQuery,
+        DocumentTypeQuery,
     ),
 )
 Mutation = merge_types(
@@ -94,6 +96,7 @@ Mutation = merge_types(
         VocabularyMutation,
         MaintenanceMutation,
         VaultSyncMutation,
+        DocumentTypeMutation,
     ),
 )
 Subscription = merge_types(

@@ -14,6 +14,7 @@ from fortemi.auth.access import Authorizer
 from fortemi.auth.audit import AuditService
 from fortemi.auth.policy import PolicyService
 from fortemi.auth.tokens import TokenValidator
+from fortemi.documents.service import DocumentTypeService
 from fortemi.graph.links import LinkService
 from fortemi.graph.maintenance.service import GraphMaintenance
 from fortemi.graph.traversal import TraversalService
@@ -62,3 +63,4 @@ class Services:
     webhooks: WebhookService
     events: EventBus
     vocabulary: VocabularyService
+    documents: DocumentTypeService

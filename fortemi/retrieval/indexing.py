@@ -49,6 +49,8 @@ from fortemi.retrieval.sets import EmbeddingSet, EmbeddingSets, composition_for
 __all__ = [
     "EMBEDDING",
     "EMBEDDING_BACKFILL",
+    "ChunkSpan",
+    "Chunker",
     "Chunking",
     "ConceptLabels",
     "EmbeddingEnqueuer",
@@ -73,11 +75,37 @@ def embedding_tier(backend: InferenceBackend) -> Tier:
     return Tier.CPU if backend.name == "local" else Tier.FAST_GPU
 
 
+class ChunkSpan(Protocol):
+    """A chunk as a chunker returns it: ``text == note[start:end]``."""
+
+    @property
+    def ordinal(self) -> int: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def start(self) -> int: ...
+    @property
+    def end(self) -> int: ...
+    @property
+    def heading(self) -> str | None: ...
+
+
+class Chunker(Protocol):
+    """Cuts a note's text by its format: :func:`chunk_text` by default; the composition
+    root hands in the documents feature's, which cuts code at its syntax and passes every
+    other format to :func:`chunk_text` unchanged."""
+
+    def __call__(
+        self, text: str, *, format: str, size: int, overlap: int
+    ) -> Sequence[ChunkSpan]: ...
+
+
 @dataclass(frozen=True)
 class Chunking:
     size: int = 1000
     overlap: int = 100
     batch: int = 32  # texts per embedding call (progress is reported per batch)
+    chunker: Chunker = chunk_text
 
 
 def embedding_spec(memory: str, note_id: UUID, tier: Tier) -> JobSpec:
@@ -130,7 +158,7 @@ class EmbeddingEnqueuer:
 
 
 def _pieces(content: str, format: str, chunking: Chunking) -> list[NewChunk]:
-    chunks = chunk_text(content, format=format, size=chunking.size, overlap=chunking.overlap)
+    chunks = chunking.chunker(content, format=format, size=chunking.size, overlap=chunking.overlap)
     if not chunks:
         # A note with a title and no content is still found by its title.
         return [NewChunk(0, "", 0, 0, None)]

@@ -29,6 +29,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from fortemi.graphql.documents import DocumentDetection
     from fortemi.graphql.links import NoteLink
 
 
@@ -102,6 +103,21 @@ class Note(Node):
         memory = self.memory_name or await info.context.memory()
         found = await note_concepts_loader(info, memory).load(note_id)
         return [NoteConcept.from_model(c, memory) for c in found]
+
+    @strawberry.field(
+        description="What the note is as a document: from its vault path (filename "
+        "patterns, extension), else its format (method FORMAT), else its content"
+    )
+    async def document_type(
+        self, info: Info
+    ) -> Annotated[DocumentDetection, strawberry.lazy("fortemi.graphql.documents")]:
+        # Imported here: the documents module's types are built beside their resolvers.
+        from fortemi.graphql.documents import note_detection
+
+        memory = self.memory_name or await info.context.memory()
+        return await note_detection(
+            info, memory, path=self.path, format=self.format, content=self.content
+        )
 
     @classmethod
     def from_model(cls, note: model.Note, *, memory: str | None = None) -> Note:
