@@ -102,8 +102,17 @@ class VaultFileResult:
     note: Note | None
 
 
+@strawberry.type(description="A vault's wiki links, over the notes you may read")
+class VaultSyncLinks:
+    links: int = strawberry.field(description="Wiki links written in the vault's notes")
+    resolved: int = strawberry.field(description="Links that name a note")
+    dangling: int = strawberry.field(description="Links that name none (ambiguous included)")
+    ambiguous: int = strawberry.field(description="Dangling links that matched several notes")
+
+
 @strawberry.type(description="What one batch did")
 class SyncVaultFilesPayload:
+    _memory: strawberry.Private[str]
     vault: str
     dry_run: bool
     results: list[VaultFileResult]
@@ -121,11 +130,32 @@ class SyncVaultFilesPayload:
     )
     errors: int = strawberry.field(description="Problems of severity error")
 
+    @strawberry.field(
+        description="The whole vault's wiki links once this batch is written, counted as "
+        "vaultStatus counts them (over the notes you may read). Links are resolved in the "
+        "batch's own transaction, so these are final; null for a dry run"
+    )
+    async def links(self, info: Info) -> VaultSyncLinks | None:
+        if self.dry_run:
+            return None
+        context = info.context
+        _, visible = await context.scoped_memory()
+        status = await context.services.links.vault_status(
+            self._memory, self.vault, visibility=visible, first=0
+        )
+        return VaultSyncLinks(
+            links=status.links,
+            resolved=status.resolved,
+            dangling=status.dangling,
+            ambiguous=status.ambiguous,
+        )
+
     @classmethod
-    def from_report(cls, report: SyncReport) -> SyncVaultFilesPayload:
+    def from_report(cls, memory: str, report: SyncReport) -> SyncVaultFilesPayload:
         note, access = FileKind.NOTE, FileKind.ACCESS
         policy_kinds = (FileKind.ACCESS, FileKind.DEFAULT_POLICY)
         return cls(
+            _memory=memory,
             vault=report.vault,
             dry_run=report.dry_run,
             results=[
@@ -250,4 +280,4 @@ class VaultSyncMutation:
                 kind = kinds.get(result.outcome)
                 if kind is not None and result.note is not None:
                     await context.notify(note_event(kind, memory, result.note, context.caller.sub))
-        return SyncVaultFilesPayload.from_report(report)
+        return SyncVaultFilesPayload.from_report(memory, report)

@@ -471,6 +471,40 @@ async def test_bad_input_is_refused_naming_the_field(
     assert body["errors"][0]["extensions"]["field"] == field
 
 
+LINKS = """mutation($i: SyncVaultFilesInput!) {
+  syncVaultFiles(input: $i) { links { links resolved dangling ambiguous } } }"""
+
+
+async def _links(gql: GraphQLCall, token: str, **input: Any) -> Any:
+    body = await gql(LINKS, {"i": {"vault": "homelab", **input}}, token=token)
+    assert "errors" not in body, body
+    return body["data"]["syncVaultFiles"]["links"]
+
+
+async def test_the_sync_result_counts_the_vaults_links_as_vault_status_does(
+    gql: GraphQLCall, syncer: str, homelab_memory: str
+) -> None:
+    status = 'query { vaultStatus(vault: "homelab") { links resolved dangling ambiguous } }'
+
+    dry = await _links(gql, syncer, files=vault_files(HOMELAB), complete=True, dryRun=True)
+    synced = await _links(gql, syncer, files=vault_files(HOMELAB), complete=True)
+
+    assert dry is None  # nothing was written, so nothing was resolved
+    # The fixture's README: 11 links outside code, and every one resolves.
+    assert synced == {"links": 11, "resolved": 11, "dangling": 0, "ambiguous": 0}
+    after = await gql(status, token=syncer)
+    assert after["data"]["vaultStatus"] == synced
+    # A later batch reports the whole vault's links once it is written: removing the
+    # target of L8 leaves that link dangling.
+    removed = await _links(
+        gql,
+        syncer,
+        files=[],
+        covers={"after": "shared/concepts/", "through": "shared/concepts/design-patterns.md"},
+    )
+    assert removed == {"links": 11, "resolved": 10, "dangling": 1, "ambiguous": 0}
+
+
 async def test_a_file_removed_by_a_sync_leaves_its_links_dangling_until_it_comes_back(
     gql: GraphQLCall, syncer: str, homelab_memory: str
 ) -> None:
