@@ -577,7 +577,9 @@ def _add_vault(commands: Commands) -> None:
     sync.add_argument("--memory", help="the memory to sync into (default: the server's)")
     sync.add_argument("--name", help="the vault's name (default: the folder's name)")
     sync.add_argument(
-        "--flavour", choices=["dendron"], help="the vault's dialect (found by dendron.yml)"
+        "--flavour",
+        choices=["dendron", "obsidian"],
+        help="the vault's dialect (default: dendron when dendron.yml is at its root)",
     )
     sync.add_argument("--dry-run", action="store_true", help="report what would change")
     sync.add_argument("--watch", action="store_true", help="keep syncing changes (Ctrl-C stops)")

@@ -28,9 +28,17 @@ VaultFileOutcome = strawberry.enum(FileOutcome, description="What a sync did wit
 VaultFileKind = strawberry.enum(FileKind, description="What a vault file is to a sync")
 
 
-@strawberry.enum(description="Vault dialects whose link syntax differs from Obsidian's")
+@strawberry.enum(
+    description="Whose link rules a vault's notes follow. Omitted: a batch holding "
+    "dendron.yml is DENDRON, else the vault's stored notes decide, else OBSIDIAN"
+)
 class VaultFlavour(Enum):
-    DENDRON = "dendron"
+    DENDRON = strawberry.enum_value(
+        "dendron", description="[[label|target]], dot-hierarchy names, dendron://vault/"
+    )
+    OBSIDIAN = strawberry.enum_value(
+        "obsidian", description="Obsidian's and Foam's rules: [[target|label]], paths"
+    )
 
 
 @strawberry.input(description="One file: its vault-relative path and its text (or bytes)")
@@ -266,7 +274,7 @@ class VaultSyncMutation:
             gate=_Gate(context),
             actor=context.caller.sub,
             prune=prune,
-            flavour=None if input.flavour is None else input.flavour.value,
+            flavour=None if input.flavour is None else input.flavour.name.lower(),
             dry_run=input.dry_run,
         )
         if not input.dry_run:

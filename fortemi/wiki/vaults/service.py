@@ -16,6 +16,15 @@ note the caller may not read is skipped without a word about it beyond its own p
 denied file is SKIPPED with the decision's reason. Access files are stored as policies
 after the batch's notes, when the caller may administer policies (the ``admin`` action on
 the system resource, as ``setPolicy``), else reported and skipped.
+
+Flavour (whose link rules the notes' references follow, recorded as ``metadata.flavour``):
+an explicit ``flavour`` wins; else a batch holding ``dendron.yml`` (Dendron's configuration,
+at the vault's root) is Dendron's; else the batch inherits the flavour of the vault's
+notes already stored (so a client that sends ``dendron.yml`` in its first batch need not
+repeat it); else Obsidian's rules. An explicit flavour that contradicts what the batch or
+the stored notes say still wins (the client knows what it sends, and a vault may really
+change dialect), with a ``flavour_changed`` warning: the vault's notes outside the batch
+keep their rules until they are synced again.
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ from fortemi.platform.errors import BadUserInput
 from fortemi.platform.notes import (
     ExternalItem,
     Note,
+    NoteFilter,
     NoteService,
     SyncAdmission,
     SyncOutcome,
@@ -39,6 +49,8 @@ from fortemi.platform.notes import (
 from fortemi.platform.notes.validation import validate_item
 from fortemi.wiki.vaults.files import (
     DENDRON,
+    DENDRON_CONFIG,
+    OBSIDIAN,
     AccessFile,
     FileKind,
     VaultNote,
@@ -62,7 +74,7 @@ __all__ = [
 ]
 
 SOURCE_PREFIX = "vault:"
-FLAVOURS = (DENDRON,)
+FLAVOURS = (DENDRON, OBSIDIAN)
 
 
 def vault_source(vault: str) -> str:
@@ -233,6 +245,7 @@ class VaultService:
                 field="flavour",
             )
         report = SyncReport(vault, dry_run)
+        flavour = await self._flavour(report, memory, vault, files, flavour)
         notes: list[VaultNote] = []
         access: list[AccessFile] = []
         seen: set[str] = set()
@@ -247,8 +260,10 @@ class VaultService:
                 continue
             seen.add(path)
             kind = classify(path)
-            if file.data is None:
-                continue  # held by the vault, reported by the client: kept as it is
+            if file.data is None or path == DENDRON_CONFIG:
+                # Held by the vault, reported by the client: kept as it is. Dendron's
+                # configuration decided the flavour above and is no note.
+                continue
             if kind is FileKind.NOTE:
                 self._read_note(report, notes, path, vault, file.data, flavour)
             elif kind is FileKind.ACCESS:
@@ -283,6 +298,43 @@ class VaultService:
         if access:
             await self._apply_policies(report, memory, access, gate, actor, dry_run)
         return report
+
+    async def _flavour(
+        self,
+        report: SyncReport,
+        memory: str,
+        vault: str,
+        files: Sequence[VaultFile],
+        explicit: str | None,
+    ) -> str | None:
+        """The batch's flavour for :func:`parse_note` (None: Obsidian's rules), by the
+        rules of the module's docstring."""
+        config = any(f.path == DENDRON_CONFIG and f.data is not None for f in files)
+        stored = await self._notes.list(
+            memory, first=1, after=None, filter=NoteFilter(source=vault_source(vault))
+        )
+        recorded = None
+        if stored.items:
+            recorded = stored.items[0][1].metadata.get("flavour") or OBSIDIAN
+        found = DENDRON if config else recorded
+        chosen = explicit or found or OBSIDIAN
+        if explicit is not None and found is not None and found != explicit:
+            why = (
+                f"the batch holds {DENDRON_CONFIG}"
+                if config
+                else f"the vault's notes were synced as {found.capitalize()}"
+            )
+            report.problems.append(
+                VaultProblem(
+                    DENDRON_CONFIG,  # the file whose presence or absence says Dendron
+                    "flavour_changed",
+                    f"read with {explicit.capitalize()}'s link rules as the flavour given "
+                    f"says, although {why}; the vault's notes not in this batch keep their "
+                    "rules until they are synced again",
+                    severity="warning",
+                )
+            )
+        return None if chosen == OBSIDIAN else chosen
 
     def _read_note(
         self,

@@ -526,3 +526,69 @@ async def test_a_file_removed_by_a_sync_leaves_its_links_dangling_until_it_comes
     assert back["restored"] == 1
     relinked = await gql(status, token=syncer)
     assert relinked["data"]["vaultStatus"] == {"resolved": 1, "dangling": 0}
+
+
+DENDRON_SYNC = """mutation($i: SyncVaultFilesInput!) {
+  syncVaultFiles(input: $i) {
+    results { path outcome note { metadata } }
+    problems { path reason severity message }
+    links { links resolved dangling }
+  } }"""
+# A small Dendron vault: dot-hierarchy names, [[label|target]] and a dendron:// prefix.
+DENDRON_FIRST = [
+    {"path": "dendron.yml", "content": "version: 5\nworkspace:\n  vaults:\n    - fsPath: .\n"},
+    {
+        "path": "root.md",
+        "content": "# Root\n\nSee [[the kubectl notes|tools.kubectl]] and "
+        "[[dendron://notes/tools.git]].\n",
+    },
+    {"path": "tools.md", "content": "# Tools\n"},
+]
+DENDRON_SECOND = [
+    {"path": "tools.git.md", "content": "# git\n"},
+    {"path": "tools.kubectl.md", "content": "# kubectl\n\nBack [[home|root]].\n"},
+]
+
+
+async def _dendron(gql: GraphQLCall, token: str, **input: Any) -> dict[str, Any]:
+    body = await gql(DENDRON_SYNC, {"i": {"vault": "notes", **input}}, token=token)
+    assert "errors" not in body, body
+    payload: dict[str, Any] = body["data"]["syncVaultFiles"]
+    return payload
+
+
+def _flavours(payload: dict[str, Any]) -> dict[str, str | None]:
+    return {r["path"]: r["note"]["metadata"].get("flavour") for r in payload["results"]}
+
+
+async def test_a_batch_holding_dendron_yml_is_dendron_and_later_batches_inherit_it(
+    gql: GraphQLCall, syncer: str, memory: str
+) -> None:
+    first = await _dendron(gql, syncer, files=DENDRON_FIRST)
+    second = await _dendron(gql, syncer, files=DENDRON_SECOND)
+
+    # dendron.yml decided the flavour: it is no note and no problem.
+    assert _flavours(first) == {"root.md": "dendron", "tools.md": "dendron"}
+    assert first["problems"] == []
+    # The second batch says nothing of its flavour: the vault's stored notes do.
+    assert _flavours(second) == {"tools.git.md": "dendron", "tools.kubectl.md": "dendron"}
+    # Read the Dendron way, every link finds its note once both batches are in (under
+    # Obsidian's rules "the kubectl notes" and "home" would be the targets, and dangle).
+    assert second["links"] == {"links": 3, "resolved": 3, "dangling": 0}
+
+
+async def test_an_explicit_flavour_wins_over_the_vaults_with_a_warning(
+    gql: GraphQLCall, syncer: str, memory: str
+) -> None:
+    await _dendron(gql, syncer, files=DENDRON_FIRST + DENDRON_SECOND)
+
+    obsidian = await _dendron(gql, syncer, files=DENDRON_SECOND, flavour="OBSIDIAN")
+
+    # Both notes change: the flavour they record is part of them.
+    assert _flavours(obsidian) == {"tools.git.md": None, "tools.kubectl.md": None}
+    assert {r["outcome"] for r in obsidian["results"]} == {"UPDATED"}
+    [warning] = obsidian["problems"]
+    assert (warning["reason"], warning["severity"]) == ("flavour_changed", "warning")
+    assert "synced as Dendron" in warning["message"]
+    # Obsidian's order: "home" is the target now, and names no note.
+    assert obsidian["links"] == {"links": 3, "resolved": 2, "dangling": 1}
