@@ -30,16 +30,12 @@ keep their rules until they are synced again.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import Protocol
 
-from fortemi.auth.decision import Action, Decision, Resource, ResourceType
+from fortemi.auth.decision import Action, Reason, Resource, ResourceType
 from fortemi.auth.policy import PolicyService
 from fortemi.platform.errors import BadUserInput
 from fortemi.platform.notes import (
     ExternalItem,
-    Note,
     NoteFilter,
     NoteService,
     SyncAdmission,
@@ -61,6 +57,15 @@ from fortemi.wiki.vaults.files import (
     validate_path,
     validate_vault_name,
 )
+from fortemi.wiki.vaults.models import (
+    AccessGate,
+    FileOutcome,
+    FileResult,
+    PathRange,
+    SyncReport,
+    VaultFile,
+)
+from fortemi.wiki.vaults.policies import apply_policies, closed_action_hint
 
 __all__ = [
     "AccessGate",
@@ -79,68 +84,6 @@ FLAVOURS = (DENDRON, OBSIDIAN)
 
 def vault_source(vault: str) -> str:
     return SOURCE_PREFIX + vault
-
-
-class FileOutcome(StrEnum):
-    CREATED = "CREATED"
-    UPDATED = "UPDATED"
-    RESTORED = "RESTORED"
-    UNCHANGED = "UNCHANGED"
-    DELETED = "DELETED"
-    SKIPPED = "SKIPPED"
-    APPLIED = "APPLIED"  # an access file stored as its project's or skill's policy
-
-
-class AccessGate(Protocol):
-    """The caller's authorization: decisions recorded in the audit log, in one write."""
-
-    async def decide_all(self, asks: Sequence[tuple[Action, Resource]]) -> list[Decision]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class VaultFile:
-    """One file as the client read it; ``data`` None: the vault holds it, but the client
-    could not send it (it reported why), so it is neither changed nor pruned."""
-
-    path: str
-    data: bytes | None
-
-
-@dataclass(frozen=True, slots=True)
-class PathRange:
-    """Paths p with ``after < p <= through`` (bytewise; None: open)."""
-
-    after: str | None = None
-    through: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class FileResult:
-    path: str
-    kind: FileKind
-    outcome: FileOutcome
-    reason: str | None = None
-    message: str | None = None
-    note: Note | None = None
-
-
-@dataclass
-class SyncReport:
-    vault: str
-    dry_run: bool
-    results: list[FileResult] = field(default_factory=list)
-    problems: list[VaultProblem] = field(default_factory=list)  # errors and warnings
-
-    def count(self, outcome: FileOutcome, kind: FileKind | None = None) -> int:
-        return sum(
-            1 for r in self.results if r.outcome is outcome and (kind is None or r.kind is kind)
-        )
-
-    def skip(self, problem: VaultProblem, kind: FileKind) -> None:
-        self.problems.append(problem)
-        self.results.append(
-            FileResult(problem.path, kind, FileOutcome.SKIPPED, problem.reason, problem.message)
-        )
 
 
 _NOTE_OUTCOMES = {
@@ -215,6 +158,8 @@ class _Admission:
                 reasons[key] = (
                     f"forbidden: you may not {denied.action.value} {what} ({denied.reason})"
                 )
+                if denied.reason is Reason.ACTION_NOT_IN_POLICY:
+                    reasons[key] += ": " + closed_action_hint(denied)
         return SyncAdmission(frozenset(admitted), reasons)
 
 
@@ -296,7 +241,7 @@ class VaultService:
                 )
         await self._sync_notes(report, memory, vault, notes, seen, gate, actor, prune, dry_run)
         if access:
-            await self._apply_policies(report, memory, access, gate, actor, dry_run)
+            await apply_policies(self._policies, report, memory, access, gate, actor, dry_run)
         return report
 
     async def _flavour(
@@ -405,43 +350,3 @@ class VaultService:
                 report.problems.append(
                     VaultProblem(result.external_id, "forbidden", result.reason or "")
                 )
-
-    async def _apply_policies(
-        self,
-        report: SyncReport,
-        memory: str,
-        files: list[AccessFile],
-        gate: AccessGate,
-        actor: str,
-        dry_run: bool,
-    ) -> None:
-        (decision,) = await gate.decide_all([(Action.ADMIN, Resource.system())])
-        for file in files:
-            scope = None if file.resource_type is ResourceType.SKILL else memory
-            if not decision.allowed:
-                report.skip(
-                    VaultProblem(
-                        file.path,
-                        "policy_not_applied",
-                        f"not applied: storing policies needs the admin action on the system "
-                        f"resource ({decision.reason})",
-                        severity="warning",
-                    ),
-                    FileKind.ACCESS,
-                )
-                continue
-            stored = await self._policies.get(file.resource_type, scope, file.name)
-            if stored is not None and stored.document == file.document:
-                report.results.append(FileResult(file.path, FileKind.ACCESS, FileOutcome.UNCHANGED))
-                continue
-            try:
-                if dry_run:
-                    self._policies.validate(file.resource_type, scope, file.name, file.document)
-                else:
-                    await self._policies.put(
-                        file.resource_type, scope, file.name, file.document, actor=actor
-                    )
-            except BadUserInput as exc:
-                report.skip(VaultProblem(file.path, "bad_policy", exc.message), FileKind.ACCESS)
-                continue
-            report.results.append(FileResult(file.path, FileKind.ACCESS, FileOutcome.APPLIED))

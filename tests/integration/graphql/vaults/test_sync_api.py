@@ -401,6 +401,7 @@ async def test_policy_files_without_version_or_with_owner_are_applied_with_a_war
     assert warnings == {
         ("policy_without_version", "warning", "projects/p2/_access.yaml"),
         ("policy_owner_renamed", "warning", "projects/p2/_access.yaml"),
+        ("policy_closes_writes", "warning", "projects/p2/_access.yaml"),  # no actions
     }
     stored = await runtime.policies.get("project", memory, "p2")
     assert stored is not None
