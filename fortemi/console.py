@@ -1,6 +1,6 @@
 """The command line's edges: argument types, closed pipes, and how to name this program.
 
-Everything here is about the terminal, not about Fortemi's features, so that ``cli.py``
+Everything here is about the terminal, not about Fortemi's features, so that ``fortemi.cli``
 keeps to the commands themselves.
 """
 

@@ -80,7 +80,7 @@ from fortemi.webhooks.delivery import DeliverySettings, webhook_delivery_type
 from fortemi.webhooks.fanout import WebhookFanout
 from fortemi.webhooks.service import WebhookService
 from fortemi.webhooks.targets import TargetPolicy
-from fortemi.wiki.answers.service import AnswerService
+from fortemi.wiki.answers.service import AnswerService, AnswerSettings
 from fortemi.wiki.retrieve.models import PlanSettings
 from fortemi.wiki.retrieve.scope import LinkedReach
 from fortemi.wiki.retrieve.service import RetrievalPlanner
@@ -115,6 +115,15 @@ def plan_settings(settings: Settings) -> PlanSettings:
         relative_relevance=settings.wiki_relative_relevance,
         min_lexical_relevance=settings.wiki_min_lexical_relevance,
         duplicate_jaccard=settings.wiki_duplicate_jaccard,
+    )
+
+
+def answer_settings(settings: Settings) -> AnswerSettings:
+    """The answers' generation settings (``FORTEMI_ANSWER_*``)."""
+    return AnswerSettings(
+        max_tokens=settings.answer_max_tokens,
+        retry_max_tokens=settings.answer_retry_max_tokens,
+        temperature=settings.answer_temperature,
     )
 
 
@@ -376,7 +385,7 @@ def _build_services(parts: _Parts) -> Services:
         links=links,
         search=SearchService(db, backend, concepts=settings.embed_concepts),
         retrieve=planner,
-        answers=AnswerService(planner, backend),
+        answers=AnswerService(planner, backend, answer_settings(settings)),
         traversal=TraversalService(db, gamma=settings.graph_gamma, concepts=vocabulary),
         maintenance=GraphMaintenance(db, vocabulary, maintenance_settings(settings)),
         jobs=jobs,

@@ -28,9 +28,17 @@ VaultFileOutcome = strawberry.enum(FileOutcome, description="What a sync did wit
 VaultFileKind = strawberry.enum(FileKind, description="What a vault file is to a sync")
 
 
-@strawberry.enum(description="Vault dialects whose link syntax differs from Obsidian's")
+@strawberry.enum(
+    description="Whose link rules a vault's notes follow. Omitted: a batch holding "
+    "dendron.yml is DENDRON, else the vault's stored notes decide, else OBSIDIAN"
+)
 class VaultFlavour(Enum):
-    DENDRON = "dendron"
+    DENDRON = strawberry.enum_value(
+        "dendron", description="[[label|target]], dot-hierarchy names, dendron://vault/"
+    )
+    OBSIDIAN = strawberry.enum_value(
+        "obsidian", description="Obsidian's and Foam's rules: [[target|label]], paths"
+    )
 
 
 @strawberry.input(description="One file: its vault-relative path and its text (or bytes)")
@@ -102,8 +110,17 @@ class VaultFileResult:
     note: Note | None
 
 
+@strawberry.type(description="A vault's wiki links, over the notes you may read")
+class VaultSyncLinks:
+    links: int = strawberry.field(description="Wiki links written in the vault's notes")
+    resolved: int = strawberry.field(description="Links that name a note")
+    dangling: int = strawberry.field(description="Links that name none (ambiguous included)")
+    ambiguous: int = strawberry.field(description="Dangling links that matched several notes")
+
+
 @strawberry.type(description="What one batch did")
 class SyncVaultFilesPayload:
+    _memory: strawberry.Private[str]
     vault: str
     dry_run: bool
     results: list[VaultFileResult]
@@ -121,11 +138,32 @@ class SyncVaultFilesPayload:
     )
     errors: int = strawberry.field(description="Problems of severity error")
 
+    @strawberry.field(
+        description="The whole vault's wiki links once this batch is written, counted as "
+        "vaultStatus counts them (over the notes you may read). Links are resolved in the "
+        "batch's own transaction, so these are final; null for a dry run"
+    )
+    async def links(self, info: Info) -> VaultSyncLinks | None:
+        if self.dry_run:
+            return None
+        context = info.context
+        _, visible = await context.scoped_memory()
+        status = await context.services.links.vault_status(
+            self._memory, self.vault, visibility=visible, first=0
+        )
+        return VaultSyncLinks(
+            links=status.links,
+            resolved=status.resolved,
+            dangling=status.dangling,
+            ambiguous=status.ambiguous,
+        )
+
     @classmethod
-    def from_report(cls, report: SyncReport) -> SyncVaultFilesPayload:
+    def from_report(cls, memory: str, report: SyncReport) -> SyncVaultFilesPayload:
         note, access = FileKind.NOTE, FileKind.ACCESS
         policy_kinds = (FileKind.ACCESS, FileKind.DEFAULT_POLICY)
         return cls(
+            _memory=memory,
             vault=report.vault,
             dry_run=report.dry_run,
             results=[
@@ -240,7 +278,7 @@ class VaultSyncMutation:
             gate=_Gate(context),
             actor=context.caller.sub,
             prune=prune,
-            flavour=None if input.flavour is None else input.flavour.value,
+            flavour=None if input.flavour is None else input.flavour.name.lower(),
             dry_run=input.dry_run,
         )
         if not input.dry_run:
@@ -254,4 +292,4 @@ class VaultSyncMutation:
                 kind = kinds.get(result.outcome)
                 if kind is not None and result.note is not None:
                     await context.notify(note_event(kind, memory, result.note, context.caller.sub))
-        return SyncVaultFilesPayload.from_report(report)
+        return SyncVaultFilesPayload.from_report(memory, report)

@@ -77,9 +77,11 @@ def error_for_status(
     after = retry_after(headers.get("retry-after"))
 
     def make(kind: type[InferenceError], message: str, code: str | None = None) -> InferenceError:
-        return kind(
+        error = kind(
             message, backend=backend, failure_code=code, retry_after_seconds=after, status=status
         )
+        error.model = model
+        return error
 
     if status == 429 or (status == 503 and (after is not None or "busy" in detail.lower())):
         # Ollama answers 503 "server busy" when its request queue is full: a rate limit.

@@ -47,6 +47,9 @@ class InferenceError(FortemiError):
     code = "SERVICE_UNAVAILABLE"
     failure_class: ClassVar[FailureClass] = FailureClass.TRANSIENT
     default_failure_code: ClassVar[str] = "inference_failed"
+    # The model the failed request named, when the backend knows it (for metrics and logs;
+    # not an extension: clients see the message, which names it where it matters).
+    model: str | None = None
 
     def __init__(
         self,

@@ -22,6 +22,12 @@ What is counted where:
   (``retrieve``, ``ask``, ``askStream``), by scope and outcome (``answered``, the reason it
   abstained, or ``error``). A question refused before the planner (a project the caller
   may not read) is not counted: nothing was searched for it.
+* ``fortemi_generation_*``: the answers' model calls (:mod:`fortemi.wiki.answers`) that
+  finished or failed, by tier, model and outcome (``stop``, ``length``, ``empty``,
+  ``error``), their duration, and their tokens: the prompt's as the plan counted them,
+  those the server evaluated (Ollama's ``prompt_eval_count``: fewer when its prefix cache
+  held the rest) and the answer's. A failed call's model is the one its request named
+  when the server answered, else ``unknown`` (no answer at all: refused, timed out).
 """
 
 from __future__ import annotations
@@ -35,6 +41,9 @@ __all__ = [
     "AUDIT_WRITE_SECONDS",
     "CONTENT_TYPE",
     "EMBEDDING_BACKLOG",
+    "GENERATION_CALLS",
+    "GENERATION_SECONDS",
+    "GENERATION_TOKENS",
     "GRAPHQL_ERRORS",
     "GRAPHQL_OPERATIONS",
     "GRAPHQL_OPERATION_SECONDS",
@@ -110,6 +119,23 @@ RETRIEVAL_PLAN_SECONDS = Histogram(
     "the reason it abstained, or error)",
     ["scope", "outcome"],
     buckets=_BUCKETS,
+)
+GENERATION_CALLS = Counter(
+    "fortemi_generation_calls_total",
+    "Model calls made for answers, by tier, model and outcome (stop, length, empty, error)",
+    ["tier", "model", "outcome"],
+)
+GENERATION_SECONDS = Histogram(
+    "fortemi_generation_call_duration_seconds",
+    "How long an answer's model call took, by tier, model and outcome",
+    ["tier", "model", "outcome"],
+    buckets=_BUCKETS,
+)
+GENERATION_TOKENS = Counter(
+    "fortemi_generation_tokens_total",
+    "Tokens of answers' model calls by tier, model and kind: prompt (as the plan counted "
+    "them), evaluated (the server's prompt_eval_count) and answer",
+    ["tier", "model", "kind"],
 )
 
 _OPERATION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")

@@ -260,6 +260,20 @@ class Settings(BaseSettings):
         description="Jaccard of 3-word shingles at which a chunk is a near-duplicate",
     )
 
+    # -- answers (see fortemi/wiki/answers) -----------------------------------------------
+    answer_max_tokens: int = Field(
+        default=1024, ge=16, le=32_768, description="Most tokens of an answer, first call"
+    )
+    answer_retry_max_tokens: int = Field(
+        default=4096,
+        ge=16,
+        le=131_072,
+        description="Most tokens of the second call, made when the first was cut off",
+    )
+    answer_temperature: float = Field(
+        default=0.0, ge=0.0, le=2.0, description="Sampling temperature of answers (0: greedy)"
+    )
+
     # -- concept tagging (see fortemi/graph/tagging) --------------------------------------
     tagging_label_similarity: float = Field(
         default=0.35,
@@ -329,6 +343,15 @@ class Settings(BaseSettings):
     def _overlap_below_half_a_chunk(self) -> Settings:
         if self.chunk_overlap * 2 >= self.chunk_size:
             raise ValueError("FORTEMI_CHUNK_OVERLAP must be under half of FORTEMI_CHUNK_SIZE")
+        return self
+
+    @model_validator(mode="after")
+    def _answer_retry_not_smaller(self) -> Settings:
+        if self.answer_retry_max_tokens < self.answer_max_tokens:
+            raise ValueError(
+                "FORTEMI_ANSWER_RETRY_MAX_TOKENS must not be below FORTEMI_ANSWER_MAX_TOKENS "
+                "(the second call is for an answer the first limit cut off)"
+            )
         return self
 
     @model_validator(mode="after")

@@ -11,7 +11,7 @@ against :data:`ALLOWED`:
   ``service`` module only (never its repository, models or SQL);
 * ``graphql`` imports the features, ``auth`` and ``platform``;
 * the edge modules (:data:`EDGE`) import everything: ``runtime.py`` (the composition root),
-  ``cli.py`` and ``__main__.py`` (the command line), ``app.py`` (the ASGI application it
+  the ``cli`` package and ``__main__.py`` (the command line), ``app.py`` (the ASGI application it
   serves) and ``http_metrics.py`` (the ``/metrics`` endpoint, which reads the runtime).
   ``console.py`` is the command line's terminal helpers and imports nothing of ours.
 
@@ -283,6 +283,12 @@ def test_the_checker_catches_an_import_against_the_direction(
         ),
         pytest.param(
             "cli.py", "from fortemi import console\nfrom fortemi.app import build\n", id="cli"
+        ),
+        pytest.param(
+            "cli/vault.py",
+            "from fortemi.cli.common import seconds\nfrom fortemi.wiki.vaults.client import scan\n"
+            "from fortemi.runtime import Runtime\n",
+            id="cli-package-module",
         ),
         pytest.param("platform/jobs/service.py", "import json\nimport fortemi\n", id="stdlib"),
     ],

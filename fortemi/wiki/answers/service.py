@@ -14,6 +14,9 @@
 Citations are the numbers the model wrote in brackets that name a selected chunk; the
 others are dropped and counted. Backend failures propagate as
 :class:`~fortemi.inference.errors.InferenceError` (``SERVICE_UNAVAILABLE``).
+
+Every call that finishes or fails is counted in the ``fortemi_generation_*`` metrics
+(:mod:`fortemi.platform.metrics`); a stream its subscriber leaves is not.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass
 
-from fortemi.inference.backend import Generation, InferenceBackend, generate_stream
+from fortemi.inference.backend import Generation, GenerationTier, InferenceBackend, generate_stream
+from fortemi.inference.errors import InferenceError
+from fortemi.platform.metrics import GENERATION_CALLS, GENERATION_SECONDS, GENERATION_TOKENS
 from fortemi.platform.notes.models import NoteVisibility
 from fortemi.wiki.answers.citations import cited
 from fortemi.wiki.answers.models import (
@@ -47,6 +52,8 @@ __all__ = ["AnswerService", "AnswerSettings"]
 
 @dataclass(frozen=True, slots=True)
 class AnswerSettings:
+    """``FORTEMI_ANSWER_*`` (see the settings); these defaults are theirs."""
+
     max_tokens: int = 1024  # of the answer, first call
     retry_max_tokens: int = 4096  # of the answer, when the first was cut off
     temperature: float = 0.0  # answers from context: no creativity wanted
@@ -99,25 +106,31 @@ class AnswerService:
         calls: list[Generation] = []
         limit = self._settings.max_tokens
         while True:
-            if streaming:
-                generation: Generation | None = None
-                stream = generate_stream(
-                    self._backend, plan.prompt, tier=request.tier, max_tokens=limit,
-                    temperature=self._settings.temperature,
-                )  # fmt: skip
-                async with aclosing(stream):  # a subscriber who leaves ends the request
-                    async for item in stream:
-                        if isinstance(item, Generation):
-                            generation = item
-                        else:
-                            yield Token(item)
-                if generation is None:  # generate_stream always ends with it
-                    raise RuntimeError("the generation stream ended without its result")
-            else:
-                generation = await self._backend.generate(
-                    plan.prompt, tier=request.tier, max_tokens=limit,
-                    temperature=self._settings.temperature,
-                )  # fmt: skip
+            called = time.perf_counter()
+            try:
+                if streaming:
+                    generation: Generation | None = None
+                    stream = generate_stream(
+                        self._backend, plan.prompt, tier=request.tier, max_tokens=limit,
+                        temperature=self._settings.temperature,
+                    )  # fmt: skip
+                    async with aclosing(stream):  # a subscriber who leaves ends the request
+                        async for item in stream:
+                            if isinstance(item, Generation):
+                                generation = item
+                            else:
+                                yield Token(item)
+                    if generation is None:  # generate_stream always ends with it
+                        raise RuntimeError("the generation stream ended without its result")
+                else:
+                    generation = await self._backend.generate(
+                        plan.prompt, tier=request.tier, max_tokens=limit,
+                        temperature=self._settings.temperature,
+                    )  # fmt: skip
+            except InferenceError as exc:
+                _failed(request.tier, exc.model, called)
+                raise
+            _called(request.tier, generation, plan.tokens_used, called)
             calls.append(generation)
             retry = _retry_reason(generation)
             if retry is None or len(calls) == 2:
@@ -161,6 +174,30 @@ class AnswerService:
             tokens_evaluated=sum(evaluated) if evaluated else None,
             finish_reason=calls[-1].finish_reason if calls else None,
         )
+
+
+def _called(tier: GenerationTier, generation: Generation, prompt_tokens: int, since: float) -> None:
+    """One finished call in the metrics: its outcome, duration and tokens."""
+    if not generation.text.strip():
+        outcome = "empty"
+    elif generation.finish_reason == "length":
+        outcome = "length"
+    else:
+        outcome = "stop"
+    model = generation.model or "unknown"
+    GENERATION_CALLS.labels(tier, model, outcome).inc()
+    GENERATION_SECONDS.labels(tier, model, outcome).observe(time.perf_counter() - since)
+    GENERATION_TOKENS.labels(tier, model, "prompt").inc(prompt_tokens)
+    if generation.prompt_tokens is not None:
+        GENERATION_TOKENS.labels(tier, model, "evaluated").inc(generation.prompt_tokens)
+    if generation.completion_tokens is not None:
+        GENERATION_TOKENS.labels(tier, model, "answer").inc(generation.completion_tokens)
+
+
+def _failed(tier: GenerationTier, model: str | None, since: float) -> None:
+    labels = (tier, model or "unknown", "error")
+    GENERATION_CALLS.labels(*labels).inc()
+    GENERATION_SECONDS.labels(*labels).observe(time.perf_counter() - since)
 
 
 def _retry_reason(generation: Generation) -> str | None:

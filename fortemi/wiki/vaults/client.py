@@ -45,8 +45,9 @@ __all__ = ["Summary", "SyncOptions", "VaultClient", "sync_folder", "watch_folder
 _MUTATION = """
 mutation Sync($i: SyncVaultFilesInput!) {
   syncVaultFiles(input: $i) {
-    created updated restored unchanged deleted skipped errors
+    dryRun created updated restored unchanged deleted skipped errors
     policiesApplied policiesUnchanged policiesSkipped
+    links { resolved dangling ambiguous }
     results { path outcome }
     problems { path reason message line field severity }
   }
@@ -92,10 +93,17 @@ class SyncOptions:
 class Summary:
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_COUNTS, 0))
     problems: list[dict[str, Any]] = field(default_factory=list)
+    # The vault's link counts after the last batch (each batch reports the whole vault's,
+    # resolved in its own transaction); None before any batch, or in a dry run.
+    links: dict[str, int] | None = None
+    dry_run: bool = False
 
     def add(self, payload: dict[str, Any]) -> None:
         for key in _COUNTS:
             self.counts[key] += int(payload.get(key) or 0)
+        self.dry_run = self.dry_run or bool(payload.get("dryRun"))
+        if payload.get("links") is not None:
+            self.links = payload["links"]
         self.problems.extend(payload.get("problems") or [])
 
     def local(self, problem: VaultProblem) -> None:
@@ -122,6 +130,14 @@ class Summary:
             f"policies: {c['policiesApplied']} applied, {c['policiesUnchanged']} unchanged, "
             f"{c['policiesSkipped']} skipped",
         ]
+        if self.links is not None:
+            links = self.links
+            out.append(
+                f"links: {links['resolved']} resolved, {links['dangling']} dangling "
+                f"({links['ambiguous']} ambiguous)"
+            )
+        elif self.dry_run:
+            out.append("links: not resolved in a dry run")
         for p in self.problems:
             where = p["path"] + (f":{p['line']}" if p.get("line") else "")
             what = f"{p['field']}: " if p.get("field") else ""

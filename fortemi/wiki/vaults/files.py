@@ -39,6 +39,8 @@ __all__ = [
     "ACCESS_FILE",
     "DEFAULT_POLICY_FILE",
     "DENDRON",
+    "DENDRON_CONFIG",
+    "OBSIDIAN",
     "VAULT_NAME",
     "AccessFile",
     "FileKind",
@@ -58,6 +60,8 @@ VAULT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 ACCESS_FILE = "_access.yaml"
 DEFAULT_POLICY_FILE = "policies/default.yaml"
 DENDRON = "dendron"
+OBSIDIAN = "obsidian"  # no dialect: Obsidian's (and Foam's) link rules
+DENDRON_CONFIG = "dendron.yml"  # Dendron's configuration, at the vault's root
 _NOTE_SUFFIX = ".md"
 _BOM = "\ufeff"
 

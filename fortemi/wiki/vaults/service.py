@@ -16,21 +16,27 @@ note the caller may not read is skipped without a word about it beyond its own p
 denied file is SKIPPED with the decision's reason. Access files are stored as policies
 after the batch's notes, when the caller may administer policies (the ``admin`` action on
 the system resource, as ``setPolicy``), else reported and skipped.
+
+Flavour (whose link rules the notes' references follow, recorded as ``metadata.flavour``):
+an explicit ``flavour`` wins; else a batch holding ``dendron.yml`` (Dendron's configuration,
+at the vault's root) is Dendron's; else the batch inherits the flavour of the vault's
+notes already stored (so a client that sends ``dendron.yml`` in its first batch need not
+repeat it); else Obsidian's rules. An explicit flavour that contradicts what the batch or
+the stored notes say still wins (the client knows what it sends, and a vault may really
+change dialect), with a ``flavour_changed`` warning: the vault's notes outside the batch
+keep their rules until they are synced again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import Protocol
 
-from fortemi.auth.decision import Action, Decision, Resource, ResourceType
+from fortemi.auth.decision import Action, Reason, Resource, ResourceType
 from fortemi.auth.policy import PolicyService
 from fortemi.platform.errors import BadUserInput
 from fortemi.platform.notes import (
     ExternalItem,
-    Note,
+    NoteFilter,
     NoteService,
     SyncAdmission,
     SyncOutcome,
@@ -39,6 +45,8 @@ from fortemi.platform.notes import (
 from fortemi.platform.notes.validation import validate_item
 from fortemi.wiki.vaults.files import (
     DENDRON,
+    DENDRON_CONFIG,
+    OBSIDIAN,
     AccessFile,
     FileKind,
     VaultNote,
@@ -49,6 +57,15 @@ from fortemi.wiki.vaults.files import (
     validate_path,
     validate_vault_name,
 )
+from fortemi.wiki.vaults.models import (
+    AccessGate,
+    FileOutcome,
+    FileResult,
+    PathRange,
+    SyncReport,
+    VaultFile,
+)
+from fortemi.wiki.vaults.policies import apply_policies, closed_action_hint
 
 __all__ = [
     "AccessGate",
@@ -62,73 +79,11 @@ __all__ = [
 ]
 
 SOURCE_PREFIX = "vault:"
-FLAVOURS = (DENDRON,)
+FLAVOURS = (DENDRON, OBSIDIAN)
 
 
 def vault_source(vault: str) -> str:
     return SOURCE_PREFIX + vault
-
-
-class FileOutcome(StrEnum):
-    CREATED = "CREATED"
-    UPDATED = "UPDATED"
-    RESTORED = "RESTORED"
-    UNCHANGED = "UNCHANGED"
-    DELETED = "DELETED"
-    SKIPPED = "SKIPPED"
-    APPLIED = "APPLIED"  # an access file stored as its project's or skill's policy
-
-
-class AccessGate(Protocol):
-    """The caller's authorization: decisions recorded in the audit log, in one write."""
-
-    async def decide_all(self, asks: Sequence[tuple[Action, Resource]]) -> list[Decision]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class VaultFile:
-    """One file as the client read it; ``data`` None: the vault holds it, but the client
-    could not send it (it reported why), so it is neither changed nor pruned."""
-
-    path: str
-    data: bytes | None
-
-
-@dataclass(frozen=True, slots=True)
-class PathRange:
-    """Paths p with ``after < p <= through`` (bytewise; None: open)."""
-
-    after: str | None = None
-    through: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class FileResult:
-    path: str
-    kind: FileKind
-    outcome: FileOutcome
-    reason: str | None = None
-    message: str | None = None
-    note: Note | None = None
-
-
-@dataclass
-class SyncReport:
-    vault: str
-    dry_run: bool
-    results: list[FileResult] = field(default_factory=list)
-    problems: list[VaultProblem] = field(default_factory=list)  # errors and warnings
-
-    def count(self, outcome: FileOutcome, kind: FileKind | None = None) -> int:
-        return sum(
-            1 for r in self.results if r.outcome is outcome and (kind is None or r.kind is kind)
-        )
-
-    def skip(self, problem: VaultProblem, kind: FileKind) -> None:
-        self.problems.append(problem)
-        self.results.append(
-            FileResult(problem.path, kind, FileOutcome.SKIPPED, problem.reason, problem.message)
-        )
 
 
 _NOTE_OUTCOMES = {
@@ -201,6 +156,8 @@ class _Admission:
                 target = denied.resource
                 what = "this memory" if target.type is ResourceType.MEMORY else target.name
                 reasons[key] = f"you may not {denied.action.value} {what} ({denied.reason})"
+                if denied.reason is Reason.ACTION_NOT_IN_POLICY:
+                    reasons[key] += ": " + closed_action_hint(denied)
         return SyncAdmission(frozenset(admitted), reasons)
 
 
@@ -231,6 +188,7 @@ class VaultService:
                 field="flavour",
             )
         report = SyncReport(vault, dry_run)
+        flavour = await self._flavour(report, memory, vault, files, flavour)
         notes: list[VaultNote] = []
         access: list[AccessFile] = []
         seen: set[str] = set()
@@ -245,8 +203,10 @@ class VaultService:
                 continue
             seen.add(path)
             kind = classify(path)
-            if file.data is None:
-                continue  # held by the vault, reported by the client: kept as it is
+            if file.data is None or path == DENDRON_CONFIG:
+                # Held by the vault, reported by the client: kept as it is. Dendron's
+                # configuration decided the flavour above and is no note.
+                continue
             if kind is FileKind.NOTE:
                 self._read_note(report, notes, path, vault, file.data, flavour)
             elif kind is FileKind.ACCESS:
@@ -279,8 +239,45 @@ class VaultService:
                 )
         await self._sync_notes(report, memory, vault, notes, seen, gate, actor, prune, dry_run)
         if access:
-            await self._apply_policies(report, memory, access, gate, actor, dry_run)
+            await apply_policies(self._policies, report, memory, access, gate, actor, dry_run)
         return report
+
+    async def _flavour(
+        self,
+        report: SyncReport,
+        memory: str,
+        vault: str,
+        files: Sequence[VaultFile],
+        explicit: str | None,
+    ) -> str | None:
+        """The batch's flavour for :func:`parse_note` (None: Obsidian's rules), by the
+        rules of the module's docstring."""
+        config = any(f.path == DENDRON_CONFIG and f.data is not None for f in files)
+        stored = await self._notes.list(
+            memory, first=1, after=None, filter=NoteFilter(source=vault_source(vault))
+        )
+        recorded = None
+        if stored.items:
+            recorded = stored.items[0][1].metadata.get("flavour") or OBSIDIAN
+        found = DENDRON if config else recorded
+        chosen = explicit or found or OBSIDIAN
+        if explicit is not None and found is not None and found != explicit:
+            why = (
+                f"the batch holds {DENDRON_CONFIG}"
+                if config
+                else f"the vault's notes were synced as {found.capitalize()}"
+            )
+            report.problems.append(
+                VaultProblem(
+                    DENDRON_CONFIG,  # the file whose presence or absence says Dendron
+                    "flavour_changed",
+                    f"read with {explicit.capitalize()}'s link rules as the flavour given "
+                    f"says, although {why}; the vault's notes not in this batch keep their "
+                    "rules until they are synced again",
+                    severity="warning",
+                )
+            )
+        return None if chosen == OBSIDIAN else chosen
 
     def _read_note(
         self,
@@ -351,43 +348,3 @@ class VaultService:
                 report.problems.append(
                     VaultProblem(result.external_id, "forbidden", result.reason or "")
                 )
-
-    async def _apply_policies(
-        self,
-        report: SyncReport,
-        memory: str,
-        files: list[AccessFile],
-        gate: AccessGate,
-        actor: str,
-        dry_run: bool,
-    ) -> None:
-        (decision,) = await gate.decide_all([(Action.ADMIN, Resource.system())])
-        for file in files:
-            scope = None if file.resource_type is ResourceType.SKILL else memory
-            if not decision.allowed:
-                report.skip(
-                    VaultProblem(
-                        file.path,
-                        "policy_not_applied",
-                        f"not applied: storing policies needs the admin action on the system "
-                        f"resource ({decision.reason})",
-                        severity="warning",
-                    ),
-                    FileKind.ACCESS,
-                )
-                continue
-            stored = await self._policies.get(file.resource_type, scope, file.name)
-            if stored is not None and stored.document == file.document:
-                report.results.append(FileResult(file.path, FileKind.ACCESS, FileOutcome.UNCHANGED))
-                continue
-            try:
-                if dry_run:
-                    self._policies.validate(file.resource_type, scope, file.name, file.document)
-                else:
-                    await self._policies.put(
-                        file.resource_type, scope, file.name, file.document, actor=actor
-                    )
-            except BadUserInput as exc:
-                report.skip(VaultProblem(file.path, "bad_policy", exc.message), FileKind.ACCESS)
-                continue
-            report.results.append(FileResult(file.path, FileKind.ACCESS, FileOutcome.APPLIED))

@@ -18,12 +18,13 @@ from typing import Any
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from fortemi.app import create_app
 from fortemi.auth.local_issuer import LocalIssuer
 from fortemi.inference import OllamaBackend
-from fortemi.runtime import Runtime
-from fortemi.wiki.answers.service import AnswerService
+from fortemi.runtime import Runtime, answer_settings
+from fortemi.wiki.answers.service import AnswerService, AnswerSettings
 from tests.integration.graphql.conftest import OPEN_POLICY, error_codes
 from tests.support.graphql_ws import next_of
 from tests.support.graphql_ws import socket as ws_socket
@@ -63,8 +64,8 @@ def charlie(issuer: LocalIssuer) -> str:
                        roles=["viewer"], permissions=["memory:read", "skill:read"])  # fmt: skip
 
 
-def _variant(runtime: Runtime, backend: Any) -> Runtime:
-    answers = AnswerService(runtime.services.retrieve, backend)
+def _variant(runtime: Runtime, backend: Any, settings: AnswerSettings | None = None) -> Runtime:
+    answers = AnswerService(runtime.services.retrieve, backend, settings)
     return dataclasses.replace(
         runtime, services=dataclasses.replace(runtime.services, answers=answers)
     )
@@ -96,7 +97,11 @@ def _backend(url: str, model: str, **kwargs: Any) -> OllamaBackend:
 async def _ask(
     runtime: Runtime, backend: Any, memory: str, token: str, **fields: Any
 ) -> dict[str, Any]:
-    transport = httpx.ASGITransport(app=create_app(_variant(runtime, backend)))
+    return await _ask_with(_variant(runtime, backend), memory, token, **fields)
+
+
+async def _ask_with(runtime: Runtime, memory: str, token: str, **fields: Any) -> dict[str, Any]:
+    transport = httpx.ASGITransport(app=create_app(runtime))
     async with httpx.AsyncClient(transport=transport, base_url="http://fortemi.test") as client:
         response = await client.post(
             "/graphql",
@@ -178,6 +183,83 @@ async def test_a_second_cut_off_answer_is_returned_as_truncated_without_a_third_
     assert (answer["answer"], answer["llmCalls"]) == ("The platform [1]", 2)
     assert (answer["reason"], answer["finishReason"]) == ("answer_truncated", "length")
     assert len(_generations(ollama, model)) == 2
+
+
+async def test_the_answer_settings_set_the_calls_token_limits_and_temperature(
+    runtime: Runtime, homelab: str, charlie: str, ollama: OllamaDouble
+) -> None:
+    model = _model(ollama)
+    ollama.scripts[model] = [("The platform", "length"), ("The platform team [1].", "stop")]
+    limits = {"answer_max_tokens": 64, "answer_retry_max_tokens": 512, "answer_temperature": 0.25}
+    settings = answer_settings(runtime.settings.model_copy(update=limits))
+    variant = _variant(runtime, _backend(ollama.url, model), settings)
+    body = await _ask_with(variant, homelab, charlie, **OWNERSHIP)
+    assert "errors" not in body, body
+    first, second = _generations(ollama, model)
+    assert (first["options"]["num_predict"], second["options"]["num_predict"]) == (64, 512)
+    assert first["options"]["temperature"] == second["options"]["temperature"] == 0.25
+
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+async def _metrics(runtime: Runtime) -> Samples:
+    """GET /metrics of the app, from loopback (what a scraper on the host reads)."""
+    transport = httpx.ASGITransport(app=create_app(runtime), client=("127.0.0.1", 40000))
+    async with httpx.AsyncClient(transport=transport, base_url="http://fortemi.test") as client:
+        response = await client.get("/metrics")
+    assert response.status_code == 200, response.text
+    return {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(response.text)
+        for sample in family.samples
+    }
+
+
+def _sample(samples: Samples, name: str, **labels: str) -> float:
+    return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+async def test_model_calls_are_counted_with_their_duration_and_tokens_in_the_metrics(
+    runtime: Runtime, homelab: str, charlie: str, ollama: OllamaDouble
+) -> None:
+    model = _model(ollama)
+    ollama.scripts[model] = [("The platform", "length"), ("The platform team [1].", "stop")]
+    answer = await _answer(runtime, _backend(ollama.url, model), homelab, charlie, **OWNERSHIP)
+    seen = await _metrics(runtime)
+
+    fast = {"tier": "fast", "model": model}
+    for outcome in ("length", "stop"):
+        assert _sample(seen, "fortemi_generation_calls_total", **fast, outcome=outcome) == 1
+        duration = "fortemi_generation_call_duration_seconds_count"
+        assert _sample(seen, duration, **fast, outcome=outcome) == 1
+    tokens = "fortemi_generation_tokens_total"
+    # Both calls sent the same prompt; the double evaluates its words + 3 each time and
+    # answers with one token a word.
+    assert _sample(seen, tokens, **fast, kind="prompt") == 2 * answer["promptTokens"]
+    assert _sample(seen, tokens, **fast, kind="evaluated") == answer["tokensEvaluated"]
+    assert _sample(seen, tokens, **fast, kind="evaluated") == 2 * (
+        len(answer["plan"]["prompt"].split()) + 3
+    )
+    assert _sample(seen, tokens, **fast, kind="answer") == len("The platform".split()) + len(
+        "The platform team [1].".split()
+    )
+
+
+async def test_a_failed_model_call_is_counted_as_an_error_of_its_model(
+    runtime: Runtime, homelab: str, charlie: str, ollama: OllamaDouble
+) -> None:
+    before = await _metrics(runtime)
+    failing = await _ask(runtime, _backend(ollama.url, "fail-server"), homelab, charlie,
+                         **OWNERSHIP)  # fmt: skip
+    after = await _metrics(runtime)
+
+    assert error_codes(failing) == ["SERVICE_UNAVAILABLE"]
+    labels = {"tier": "fast", "model": "fail-server", "outcome": "error"}
+    calls = "fortemi_generation_calls_total"
+    assert _sample(after, calls, **labels) == _sample(before, calls, **labels) + 1
+    assert _sample(after, "fortemi_generation_tokens_total", tier="fast", model="fail-server",
+                   kind="answer") == 0  # fmt: skip
 
 
 async def test_an_abstained_plan_calls_no_model_and_answers_null(

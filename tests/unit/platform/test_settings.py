@@ -76,3 +76,18 @@ def test_an_issuer_that_is_not_https_off_loopback_is_a_configuration_error(
 @pytest.mark.parametrize("issuer", ["https://idp.example.com/app/o/x/", "http://127.0.0.1:9000"])
 def test_https_or_loopback_issuers_are_accepted(issuer: str, tmp_path: Path) -> None:
     assert settings_with(home=tmp_path, OIDC_ISSUER=issuer).issuer == issuer
+
+
+def test_answer_settings_are_read_from_the_environment_and_bounded(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("FORTEMI_ANSWER_MAX_TOKENS", "300")
+    monkeypatch.setenv("FORTEMI_ANSWER_RETRY_MAX_TOKENS", "900")
+    monkeypatch.setenv("FORTEMI_ANSWER_TEMPERATURE", "0.2")
+    settings = Settings(home=tmp_path)
+    assert (settings.answer_max_tokens, settings.answer_retry_max_tokens) == (300, 900)
+    assert settings.answer_temperature == 0.2
+    with pytest.raises(ValidationError, match="FORTEMI_ANSWER_RETRY_MAX_TOKENS"):
+        Settings(home=tmp_path, answer_max_tokens=2000, answer_retry_max_tokens=1000)
+    with pytest.raises(ValidationError):
+        Settings(home=tmp_path, answer_temperature=-0.1)

@@ -403,6 +403,7 @@ async def test_policy_files_without_version_or_with_owner_are_applied_with_a_war
     assert warnings == {
         ("policy_without_version", "warning", "projects/p2/_access.yaml"),
         ("policy_owner_renamed", "warning", "projects/p2/_access.yaml"),
+        ("policy_closes_writes", "warning", "projects/p2/_access.yaml"),  # no actions
     }
     stored = await runtime.policies.get("project", memory, "p2")
     assert stored is not None
@@ -473,6 +474,40 @@ async def test_bad_input_is_refused_naming_the_field(
     assert body["errors"][0]["extensions"]["field"] == field
 
 
+LINKS = """mutation($i: SyncVaultFilesInput!) {
+  syncVaultFiles(input: $i) { links { links resolved dangling ambiguous } } }"""
+
+
+async def _links(gql: GraphQLCall, token: str, **input: Any) -> Any:
+    body = await gql(LINKS, {"i": {"vault": "homelab", **input}}, token=token)
+    assert "errors" not in body, body
+    return body["data"]["syncVaultFiles"]["links"]
+
+
+async def test_the_sync_result_counts_the_vaults_links_as_vault_status_does(
+    gql: GraphQLCall, syncer: str, homelab_memory: str
+) -> None:
+    status = 'query { vaultStatus(vault: "homelab") { links resolved dangling ambiguous } }'
+
+    dry = await _links(gql, syncer, files=vault_files(HOMELAB), complete=True, dryRun=True)
+    synced = await _links(gql, syncer, files=vault_files(HOMELAB), complete=True)
+
+    assert dry is None  # nothing was written, so nothing was resolved
+    # The fixture's README: 11 links outside code, and every one resolves.
+    assert synced == {"links": 11, "resolved": 11, "dangling": 0, "ambiguous": 0}
+    after = await gql(status, token=syncer)
+    assert after["data"]["vaultStatus"] == synced
+    # A later batch reports the whole vault's links once it is written: removing the
+    # target of L8 leaves that link dangling.
+    removed = await _links(
+        gql,
+        syncer,
+        files=[],
+        covers={"after": "shared/concepts/", "through": "shared/concepts/design-patterns.md"},
+    )
+    assert removed == {"links": 11, "resolved": 10, "dangling": 1, "ambiguous": 0}
+
+
 async def test_a_file_removed_by_a_sync_leaves_its_links_dangling_until_it_comes_back(
     gql: GraphQLCall, syncer: str, homelab_memory: str
 ) -> None:
@@ -494,3 +529,69 @@ async def test_a_file_removed_by_a_sync_leaves_its_links_dangling_until_it_comes
     assert back["restored"] == 1
     relinked = await gql(status, token=syncer)
     assert relinked["data"]["vaultStatus"] == {"resolved": 1, "dangling": 0}
+
+
+DENDRON_SYNC = """mutation($i: SyncVaultFilesInput!) {
+  syncVaultFiles(input: $i) {
+    results { path outcome note { metadata } }
+    problems { path reason severity message }
+    links { links resolved dangling }
+  } }"""
+# A small Dendron vault: dot-hierarchy names, [[label|target]] and a dendron:// prefix.
+DENDRON_FIRST = [
+    {"path": "dendron.yml", "content": "version: 5\nworkspace:\n  vaults:\n    - fsPath: .\n"},
+    {
+        "path": "root.md",
+        "content": "# Root\n\nSee [[the kubectl notes|tools.kubectl]] and "
+        "[[dendron://notes/tools.git]].\n",
+    },
+    {"path": "tools.md", "content": "# Tools\n"},
+]
+DENDRON_SECOND = [
+    {"path": "tools.git.md", "content": "# git\n"},
+    {"path": "tools.kubectl.md", "content": "# kubectl\n\nBack [[home|root]].\n"},
+]
+
+
+async def _dendron(gql: GraphQLCall, token: str, **input: Any) -> dict[str, Any]:
+    body = await gql(DENDRON_SYNC, {"i": {"vault": "notes", **input}}, token=token)
+    assert "errors" not in body, body
+    payload: dict[str, Any] = body["data"]["syncVaultFiles"]
+    return payload
+
+
+def _flavours(payload: dict[str, Any]) -> dict[str, str | None]:
+    return {r["path"]: r["note"]["metadata"].get("flavour") for r in payload["results"]}
+
+
+async def test_a_batch_holding_dendron_yml_is_dendron_and_later_batches_inherit_it(
+    gql: GraphQLCall, syncer: str, memory: str
+) -> None:
+    first = await _dendron(gql, syncer, files=DENDRON_FIRST)
+    second = await _dendron(gql, syncer, files=DENDRON_SECOND)
+
+    # dendron.yml decided the flavour: it is no note and no problem.
+    assert _flavours(first) == {"root.md": "dendron", "tools.md": "dendron"}
+    assert first["problems"] == []
+    # The second batch says nothing of its flavour: the vault's stored notes do.
+    assert _flavours(second) == {"tools.git.md": "dendron", "tools.kubectl.md": "dendron"}
+    # Read the Dendron way, every link finds its note once both batches are in (under
+    # Obsidian's rules "the kubectl notes" and "home" would be the targets, and dangle).
+    assert second["links"] == {"links": 3, "resolved": 3, "dangling": 0}
+
+
+async def test_an_explicit_flavour_wins_over_the_vaults_with_a_warning(
+    gql: GraphQLCall, syncer: str, memory: str
+) -> None:
+    await _dendron(gql, syncer, files=DENDRON_FIRST + DENDRON_SECOND)
+
+    obsidian = await _dendron(gql, syncer, files=DENDRON_SECOND, flavour="OBSIDIAN")
+
+    # Both notes change: the flavour they record is part of them.
+    assert _flavours(obsidian) == {"tools.git.md": None, "tools.kubectl.md": None}
+    assert {r["outcome"] for r in obsidian["results"]} == {"UPDATED"}
+    [warning] = obsidian["problems"]
+    assert (warning["reason"], warning["severity"]) == ("flavour_changed", "warning")
+    assert "synced as Dendron" in warning["message"]
+    # Obsidian's order: "home" is the target now, and names no note.
+    assert obsidian["links"] == {"links": 3, "resolved": 2, "dangling": 1}

@@ -57,6 +57,8 @@ async def test_sync_prints_a_summary_and_a_second_run_changes_nothing(
     assert code == 0, out + err
     assert "notes: 11 created, 0 updated, 0 restored, 0 unchanged, 0 deleted, 0 skipped" in out
     assert "policies: 6 applied, 0 unchanged, 1 skipped" in out
+    # The fixture's README: 11 links outside code, and every one resolves.
+    assert "links: 11 resolved, 0 dangling (0 ambiguous)" in out
     assert "warning: policies/default.yaml: default_policy_not_applied" in out
     assert "problems: 0 error(s)" in out
     assert "synced 18/18 files" in err  # not a terminal: one plain line per batch
@@ -93,6 +95,9 @@ async def test_a_removed_file_is_deleted_and_a_bad_file_is_reported_with_exit_co
     assert "error: shared/concepts/latin1.md:1: not_utf8: " in out
     assert "error: shared/concepts/huge.md: too_large: " in out
     assert "problems: 2 error(s)" in out
+    # Its own link (L6) went with it; L2 and L5, which named it, fall to the vault-wide
+    # suffix rule and find rust-guide's memories/ownership.md: 10 links, all resolved.
+    assert "links: 10 resolved, 0 dangling (0 ambiguous)" in out
 
 
 async def test_dry_run_reports_and_writes_nothing(
@@ -104,6 +109,7 @@ async def test_dry_run_reports_and_writes_nothing(
 
     assert code == 0
     assert "notes: 11 created" in out
+    assert "links: not resolved in a dry run" in out
     body = await gql(
         '{ notes(filter: {source: "vault:homelab"}) { totalCount } }',
         token=syncer,
