@@ -134,7 +134,7 @@ class Summary:
             links = self.links
             out.append(
                 f"links: {links['resolved']} resolved, {links['dangling']} dangling "
-                f"({links['ambiguous']} ambiguous)"
+                f"({links['ambiguous']} ambiguous) among the notes you may read"
             )
         elif self.dry_run:
             out.append("links: not resolved in a dry run")
