@@ -39,8 +39,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import dataclasses
+import os
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -61,16 +64,20 @@ from benchmarks._common import (
 from benchmarks._server import bench_settings
 from fortemi.app import create_app
 from fortemi.auth.local_issuer import LocalIssuer
+from fortemi.inference import OllamaBackend
 from fortemi.platform.ids import parse_note_id
 from fortemi.platform.jobs.models import HandlerContext, Job, JobStatus, Tier
 from fortemi.platform.notes.models import NameSet, NoteVisibility
 from fortemi.retrieval.indexing import EMBEDDING, Chunking, embedding_job_type
-from fortemi.retrieval.scoped import NoteScope, ScopedRetrieval
+from fortemi.retrieval.scoped import NoteScope, ScopedRetrieval, with_all_skills
+from fortemi.retrieval.scoped_repository import ScopedRepository
 from fortemi.runtime import Runtime
+from fortemi.wiki.answers.service import AnswerService
 from fortemi.wiki.retrieve.layout import ApproximateTokens
 from fortemi.wiki.retrieve.models import RetrieveRequest
-from fortemi.wiki.retrieve.scope import ProjectAndSharedScope
+from fortemi.wiki.retrieve.scope import LinkedReach
 from tests.support.homelab import HOMELAB, QUESTIONS, Question, questions, vault_items
+from tests.support.ollama_double import OllamaDouble
 
 __all__ = ["main"]
 
@@ -86,6 +93,12 @@ RETRIEVE = """query($input: RetrieveInput!) { retrieve(input: $input) {
 SEARCH = """query($q: String!, $filter: SearchFilter) {
   search(query: $q, mode: HYBRID, fusion: RSF, limit: 5, filter: $filter) {
     hits { note { metadata } chunk } tookMs } }"""
+ASK = """query($input: AskInput!) { ask(input: $input) {
+  answer citations { number } llmCalls tookMs plan { chunks { tokens } } } }"""
+# Routing as the plan routes: twice the documents it keeps (FORTEMI_WIKI_DOCUMENTS, 20),
+# so that notes of skills the caller may not read can be dropped and still leave 20.
+DOCUMENTS = 40
+READER = "extractive-reader"
 UPSERT = """mutation($i: UpsertExternalNotesInput!) {
   upsertExternalNotes(input: $i) { results { note { id } } } }"""
 
@@ -122,11 +135,43 @@ def _copies(root: Path, name: str, count: int) -> list[dict[str, Any]]:
     return items
 
 
-def _sections(root: Path) -> dict[str, list[tuple[int, str]]]:
+def _as_projects(root: Path, name: str, count: int) -> list[dict[str, Any]]:
+    """``count`` copies of a vault without projects, copy i as project ``<name>-<i>``
+    (``projects/<name>-<i>/<path>``): its links resolve inside the copy, as a project's
+    own relative and bare-name links do."""
+    items: list[dict[str, Any]] = []
+    for n in range(1, count + 1):
+        for item in vault_items(root, name):
+            if item["project"] is not None or item["skill"] is not None:
+                raise SystemExit("--projects takes a vault without projects/ or skills")
+            project = f"{name}-{n}"
+            path = f"projects/{project}/{item['externalId']}"
+            item["project"] = project
+            item["externalId"] = path
+            item["metadata"] = {**item["metadata"], "path": path}
+            items.append(item)
+    return items
+
+
+def _in_first_project(asked: list[Question], name: str) -> list[Question]:
+    """The questions of a vault loaded with ``--projects``, asked in its first copy."""
+    project = f"{name}-1"
+    return [
+        Question(
+            q.question,
+            project,
+            None if q.note is None else f"projects/{project}/{q.note}",
+            q.section,
+        )
+        for q in asked
+    ]
+
+
+def _sections(items: Sequence[dict[str, Any]]) -> dict[str, list[tuple[int, str]]]:
     """Per vault path: (offset in the synced content, heading) of each markdown heading
     outside code fences, to place a search hit's chunk in its section."""
     found = {}
-    for item in vault_items(root):
+    for item in items:
         offsets, at, fenced = [], 0, False
         for line in item["content"].splitlines(keepends=True):
             if line.lstrip().startswith("```"):
@@ -178,15 +223,14 @@ async def _load(
     runtime: Runtime,
     client: httpx.AsyncClient,
     memory: str,
-    vault: tuple[Path, str, int],
+    items: list[dict[str, Any]],
+    name: str,
     token: str,
 ) -> int:
-    root, name, copies = vault
     await runtime.memories.create(memory, created_by="bench")
     store = runtime.policies
     await store.put("memory", memory, memory, {**OPEN, "memory": memory}, actor="bench")
     await store.put("skill", None, "SKILL-testing", {**OPEN, "skill": "SKILL-testing"}, actor="b")
-    items = _copies(root, name, copies)
     for project in sorted({i["project"] for i in items if i["project"]} - {"poimen"}):
         await store.put("project", memory, project, {**OPEN, "project": project}, actor="bench")
     ids: list[UUID] = []
@@ -215,31 +259,86 @@ async def _post(
     return data
 
 
-async def _measure(
-    runtime: Runtime,
-    client: httpx.AsyncClient,
-    memory: str,
-    token: str,
-    asked: list[Question],
-    repeat: int,
-    root: Path,
-) -> list[Row]:
-    contents = {item["externalId"]: item["content"] for item in vault_items(root)}
-    sections = _sections(root)
+@dataclass
+class Legs:
+    """Every leg measured, in the order reported."""
+
+    plan: Row = field(default_factory=lambda: Row("retrieve (GraphQL)"))
+    search: Row = field(default_factory=lambda: Row("search HYBRID RSF (GraphQL)"))
+    inproc: Row = field(default_factory=lambda: Row("retrieve (in process)"))
+    routing: Row = field(default_factory=lambda: Row("TF-IDF routing (ScopedRetrieval.route)"))
+    statement: Row = field(default_factory=lambda: Row("TF-IDF routing statement alone"))
+    ask: Row = field(default_factory=lambda: Row("ask (GraphQL, extractive double)"))
+    full_cut: list[float] = field(default_factory=list)  # against the whole vault's chunks
+    calls: list[int] = field(default_factory=list)  # llmCalls per question asked
+    cited: list[float] = field(default_factory=list)  # cited tokens / context tokens
+
+    def rows(self) -> list[Row]:
+        rows = [self.plan, self.search, self.inproc, self.routing, self.statement]
+        return rows + ([self.ask] if self.ask.latency else [])
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What every question is measured against."""
+
+    runtime: Runtime
+    client: httpx.AsyncClient
+    memory: str
+    token: str
+    items: list[dict[str, Any]]
+    vault_chunks: int  # the chunks a semantic search over the whole vault would score
+    asker: httpx.AsyncClient | None  # the app answering ``ask`` from the double, if any
+
+
+def _score_plan(legs: Legs, q: Question, result: dict[str, Any], vault_chunks: int) -> None:
+    plan = legs.plan
+    top = sorted(result["chunks"], key=lambda c: -c["score"])[:5]
+    if q.note is None:
+        plan.abstained.append(result["abstained"])
+    else:
+        plan.recall.append(q.note in {c["note"]["path"] for c in top})
+        plan.section.append(
+            any(
+                c["note"]["path"] == q.note and (c["heading"] or "").split(" > ")[-1] == q.section
+                for c in top
+            )
+        )
+    plan.tokens.append(result["tokensUsed"])
+    if result["chunksInScope"]:
+        plan.cut.append(result["searchSpaceCut"])
+    legs.full_cut.append(1 - result["chunksScored"] / vault_chunks)
+
+
+def _score_ask(legs: Legs, result: dict[str, Any], started: float) -> None:
+    """Token efficiency: the tokens of the chunks the answer cites over the tokens of
+    every chunk in its context (each chunk's block as the plan counts it)."""
+    legs.ask.latency.append(time.perf_counter() - started)
+    legs.ask.took.append(result["tookMs"])
+    legs.calls.append(result["llmCalls"])
+    chunks = result["plan"]["chunks"]
+    if result["answer"] is not None and chunks:
+        context = sum(c["tokens"] for c in chunks)
+        cited = {c["number"] for c in result["citations"]}
+        used = sum(c["tokens"] for n, c in enumerate(chunks, start=1) if n in cited)
+        legs.cited.append(used / context)
+
+
+async def _measure(setting: Setting, asked: list[Question], repeat: int) -> Legs:
+    runtime, client, memory, token = setting.runtime, setting.client, setting.memory, setting.token
+    contents = {item["externalId"]: item["content"] for item in setting.items}
+    sections = _sections(setting.items)
     counter = ApproximateTokens()
-    plan, search, inproc, routing = (
-        Row("retrieve (GraphQL)"),
-        Row("search HYBRID RSF (GraphQL)"),
-        Row("retrieve (in process)"),
-        Row("TF-IDF routing alone"),
-    )
+    legs = Legs()
     scoped = ScopedRetrieval(runtime.db, runtime.backend)
+    repository = ScopedRepository()
     # The benchmark's user reads everything in the memory: the in-process plan is asked
     # with that visibility, as the GraphQL layer would compute it.
     everything = NameSet(frozenset(), only=False)
     scope = NoteVisibility(memory_notes=True, projects=everything, skills=everything)
 
-    seam = ProjectAndSharedScope(scoped)
+    # The project's scope as the served plan finds it: the link graph's reachable set.
+    seam = LinkedReach(runtime.services.links, scoped)
     reaches: dict[str, frozenset[UUID]] = {}
 
     async def allow(names: Any) -> set[str]:
@@ -250,25 +349,11 @@ async def _measure(
             started = time.perf_counter()
             asking = {"input": {"question": q.question, "project": q.project}}
             data = await _post(client, token, memory, RETRIEVE, asking)
-            plan.latency.append(time.perf_counter() - started)
-            result = data["retrieve"]
-            plan.took.append(result["tookMs"])
-            top = sorted(result["chunks"], key=lambda c: -c["score"])[:5]
-            if q.note is None:
-                plan.abstained.append(result["abstained"])
-            else:
-                plan.recall.append(q.note in {c["note"]["path"] for c in top})
-                plan.section.append(
-                    any(
-                        c["note"]["path"] == q.note
-                        and (c["heading"] or "").split(" > ")[-1] == q.section
-                        for c in top
-                    )
-                )
-            plan.tokens.append(result["tokensUsed"])
-            if result["chunksInScope"]:
-                plan.cut.append(result["searchSpaceCut"])
+            legs.plan.latency.append(time.perf_counter() - started)
+            legs.plan.took.append(data["retrieve"]["tookMs"])
+            _score_plan(legs, q, data["retrieve"], setting.vault_chunks)
 
+            search = legs.search
             started = time.perf_counter()
             data = await _post(client, token, memory, SEARCH, {"q": q.question})
             search.latency.append(time.perf_counter() - started)
@@ -292,18 +377,29 @@ async def _measure(
             await runtime.services.retrieve.plan(
                 memory, scope, RetrieveRequest(question=q.question, project=q.project), allow
             )
-            inproc.latency.append(time.perf_counter() - started)
+            legs.inproc.latency.append(time.perf_counter() - started)
 
-            # Routing as the plan routes: within the project's scope (the default seam's
-            # notes, found beforehand), else the memory's.
+            # Routing as the plan routes: within the project's reachable set (found
+            # beforehand), every skill admitted, twice the documents kept; else the memory.
             reach = None if q.project is None else reaches.get(q.project)
             if q.project is not None and reach is None:
                 reach = frozenset(await seam.reachable(memory, None, q.project))
                 reaches[q.project] = reach
+            routed = NoteScope(with_all_skills(scope), None, reach)
             started = time.perf_counter()
-            await scoped.route(memory, q.question, NoteScope(scope, None, reach), documents=20)
-            routing.latency.append(time.perf_counter() - started)
-    return [plan, search, inproc, routing]
+            await scoped.route(memory, q.question, routed, documents=DOCUMENTS)
+            legs.routing.latency.append(time.perf_counter() - started)
+            # The same statement alone, in a transaction already open.
+            async with runtime.db.memory_transaction(memory) as conn:
+                started = time.perf_counter()
+                await repository.route(conn, q.question, routed.where(q.question), DOCUMENTS)
+                legs.statement.latency.append(time.perf_counter() - started)
+
+            if setting.asker is not None:
+                started = time.perf_counter()
+                data = await _post(setting.asker, token, memory, ASK, asking)
+                _score_ask(legs, data["ask"], started)
+    return legs
 
 
 def _share(values: Sequence[bool]) -> str:
@@ -312,7 +408,11 @@ def _share(values: Sequence[bool]) -> str:
     )
 
 
-def _report(rows: list[Row]) -> None:
+def _mean(values: Sequence[float], scale: float = 1, unit: str = "") -> str:
+    return f"{scale * sum(values) / len(values):.{1 if unit else 2}f}{unit}" if values else "-"
+
+
+def _report(legs: Legs) -> None:
     quality = [
         [
             row.label,
@@ -320,18 +420,27 @@ def _report(rows: list[Row]) -> None:
             _share(row.section),
             _share(row.abstained),
             f"{sum(row.tokens) / len(row.tokens):.0f}",
-            f"{100 * sum(row.cut) / len(row.cut):.1f} %" if row.cut else "-",
+            _mean(row.cut, 100, " %"),
+            _mean(legs.full_cut, 100, " %") if row is legs.plan else "-",
         ]
-        for row in rows[:2]
+        for row in (legs.plan, legs.search)
     ]
     print(table(
         ["run", "note recall@5", "section hit@5", "unanswerable abstained", "tokens (mean)",
-         "pre-filter cut (mean)"],
-        quality, "lrrrrr",
+         "cut vs scope", "cut vs vault"],
+        quality, "lrrrrrr",
     ))  # fmt: skip
     print()
+    if legs.calls:
+        print(table(
+            ["run", "questions", "llmCalls (mean)", "answered", "cited / context tokens (mean)"],
+            [[legs.ask.label, str(len(legs.calls)), _mean([float(c) for c in legs.calls]),
+              str(len(legs.cited)), _mean(legs.cited, 100, " %")]],
+            "lrrrr",
+        ))  # fmt: skip
+        print()
     timing = []
-    for row in rows:
+    for row in legs.rows():
         lat = Latency.of(row.latency)
         took = Latency.of(row.took) if row.took else None
         timing.append(
@@ -341,7 +450,46 @@ def _report(rows: list[Row]) -> None:
     print(table(["run", "n", "p50 ms", "p95 ms", "tookMs p50", "tookMs p95"], timing, "lrrrrr"))
 
 
+async def _vault_chunks(runtime: Runtime, memory: str) -> int:
+    everything = NameSet(frozenset(), only=False)
+    scope = NoteScope(NoteVisibility(memory_notes=True, projects=everything, skills=everything))
+    async with runtime.db.memory_transaction(memory) as conn:
+        return await ScopedRepository().chunks_in_scope(conn, scope.where())
+
+
+@contextlib.asynccontextmanager
+async def _asker(runtime: Runtime, enabled: bool) -> AsyncIterator[httpx.AsyncClient | None]:
+    """The app with its answers generated by the Ollama-API double's extractive reader,
+    over the double's real socket; None when not asked for."""
+    if not enabled:
+        yield None
+        return
+    with OllamaDouble() as double:
+        double.generators.add(READER)
+        double.extractive.add(READER)
+        backend = OllamaBackend(double.url, fast_model=READER, standard_model=READER)
+        answers = AnswerService(runtime.services.retrieve, backend)
+        variant = dataclasses.replace(
+            runtime, services=dataclasses.replace(runtime.services, answers=answers)
+        )
+        transport = httpx.ASGITransport(app=create_app(variant))
+        try:
+            async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
+                yield client
+        finally:
+            await backend.aclose()
+
+
 async def _run(args: argparse.Namespace, root: Path) -> None:
+    name = args.name or root.name
+    if args.projects:
+        items = _as_projects(root, name, args.projects)
+        asked = _in_first_project(questions(Path(args.questions)), name)
+        shape = f"{args.projects} copies as projects {name}-1..{args.projects}"
+    else:
+        items = _copies(root, name, args.copies)
+        asked = questions(Path(args.questions))
+        shape = f"x {args.copies}"
     with bench_home(args.home) as home, backing_services(home) as (urls, embedded):
         settings = bench_settings(home, 8000)  # nothing is served: the port is never bound
         runtime = await Runtime.open(settings, urls)
@@ -353,27 +501,33 @@ async def _run(args: argparse.Namespace, root: Path) -> None:
                 permissions=["skill:read", "skill:write"],
             )  # fmt: skip
             transport = httpx.ASGITransport(app=create_app(runtime))
-            async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
+            async with (
+                httpx.AsyncClient(transport=transport, base_url="http://bench") as client,
+                _asker(runtime, args.ask) as asker,
+            ):
                 memory = args.keep or f"wiki_{uuid4().hex[:8]}"
                 started = time.perf_counter()
                 if await runtime.memories.exists(memory):
                     notes = (await runtime.services.search.index_status(memory)).notes
                 else:
-                    vault = (root, args.name or root.name, args.copies)
-                    notes = await _load(runtime, client, memory, vault, token)
+                    notes = await _load(runtime, client, memory, items, name, token)
                 loaded = time.perf_counter() - started
-                asked = questions(Path(args.questions))
+                vault_chunks = await _vault_chunks(runtime, memory)
                 lines = await common_setup(urls, embedded, home)
                 lines += [
-                    ("vault", f"{root} x {args.copies}: {notes} notes, loaded and embedded in "
-                              f"{loaded:.1f} s (local model, in process)"),
+                    ("vault", f"{root} {shape}: {notes} notes, {vault_chunks} chunks, loaded "
+                              f"and embedded in {loaded:.1f} s (local model, in process)"),
                     ("questions", f"{len(asked)} ({sum(q.note is None for q in asked)} "
                                   f"unanswerable) x {args.repeat}"),
                     ("client", "httpx over ASGI in process (no socket), one request at a time"),
+                    ("load", os.getloadavg().__repr__()),
                 ]  # fmt: skip
+                if args.ask:
+                    lines.append(("ask", "generation by the Ollama-API double's extractive "
+                                         "reader, over its socket"))  # fmt: skip
                 print_setup("wiki retrieval plans vs search", lines)
-                rows = await _measure(runtime, client, memory, token, asked, args.repeat, root)
-                _report(rows)
+                setting = Setting(runtime, client, memory, token, items, vault_chunks, asker)
+                _report(await _measure(setting, asked, args.repeat))
                 if args.keep is None:
                     await runtime.memories.delete(memory, confirm=memory)
                     await runtime.policies.delete("skill", None, "SKILL-testing")
@@ -387,7 +541,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--name", default=None, help="the vault's name (default: folder)")
     parser.add_argument("--questions", default=str(QUESTIONS), help="labelled questions")
     parser.add_argument("--copies", type=int, default=1, help="copies of the vault's projects")
+    parser.add_argument(
+        "--projects", type=int, default=0,
+        help="copies of a vault without projects, each as project <name>-<i>",
+    )  # fmt: skip
     parser.add_argument("--repeat", type=int, default=3, help="times each question is asked")
+    parser.add_argument("--ask", action="store_true", help="also ask, answered by the double")
     parser.add_argument("--home", default=None, help="FORTEMI_HOME to use and keep")
     parser.add_argument("--keep", default=None, help="memory to load and keep, or to reuse")
     args = parser.parse_args(argv)
