@@ -1,38 +1,53 @@
 """Wiki-scoped retrieval plans (``retrieve``) beside plain ``search`` on a labelled vault.
 
-``python -m benchmarks.wiki [--vault DIR --questions FILE] [--copies N] [--repeat R]
-[--home DIR] [--keep MEMORY]``
+``python -m benchmarks.wiki [--vault DIR --questions FILE] [--copies N | --projects N]
+[--repeat R] [--ask] [--home DIR] [--keep MEMORY]``
 
 A vault (default: the homelab test vault, tests/data/vaults/homelab, with its labelled
 questions; ``--vault ../shared/corpora/foam-docs --questions
 benchmarks/data/foam-docs-questions.yaml`` for a real one) goes into one fresh memory
 through GraphQL ``upsertExternalNotes`` as a vault sync stores it (source ``vault:<name>``,
-``metadata.path``, project or skill from the path); ``--copies N`` adds N - 1 copies of
-its projects and shared concepts under other project names (``poimen-2``, ...), to see
-routing and the pre-filter at a larger scale (92 copies: about 1,000 notes). Every note
-is chunked and embedded in this process by the ``Embedding`` job's own handler with the
-local model, before anything is measured.
+``metadata.path``, project or skill from the path; links resolved as notes are written).
+Two ways to make it larger:
 
-Then every labelled question (asked in the first copy) goes, ``--repeat`` times, through
-GraphQL in process (the whole app over an ASGI transport: authentication, authorization
-and audit included, no socket):
+* ``--copies N`` adds N - 1 copies of its projects and shared concepts under other
+  project names (``poimen-2``, ...): the homelab vault, 8 distinct notes repeated;
+* ``--projects N`` loads a vault without projects (foam-docs) as N projects,
+  ``projects/<name>-<i>/<path>``, whose links resolve inside each copy; its questions
+  are asked in ``<name>-1`` (12 copies of foam-docs: 1,032 notes of real documentation,
+  each project 86 notes, the scope a question is routed in). Plain search is then
+  filtered to that project too: memory-wide it could not tell the copies apart.
+
+Every note is chunked and embedded in this process by the ``Embedding`` job's own handler
+with the local model, before anything is measured. ``--keep NAME`` loads the vault into
+memory NAME and keeps it, or, when NAME exists already (same ``--home``), measures it
+again without loading.
+
+Then every labelled question goes, ``--repeat`` times, through GraphQL in process (the
+whole app over an ASGI transport: authentication, authorization and audit included, no
+socket):
 
 * ``retrieve`` (token budget 4096): note recall@5 (the expected note among the notes of
   the five best selected chunks by score), section hit@5 (one of those chunks under the
-  expected section), abstention on the unanswerable questions, tokens of the prompt,
-  and the pre-filter cut (chunks scored against those a semantic search over the whole
-  scope would score);
-* plain ``search`` (HYBRID, RSF, limit 5, over the memory: it has no notion of a
-  project's reach): the same recall and section hit (a hit's chunk is placed in the note
-  by its text); it never abstains; its tokens are those of the five chunks;
-
-``--keep NAME`` loads the vault into memory NAME and keeps it, or, when NAME exists
-already (same ``--home``), measures it again without loading.
+  expected section), abstention on the unanswerable questions, tokens of the prompt, and
+  the pre-filter cut twice: against the chunks a semantic search over the question's
+  scope would score (``searchSpaceCut``), and against every chunk of the vault (a
+  full-vault semantic search);
+* plain ``search`` (HYBRID, RSF, limit 5): the same recall and section hit (a hit's chunk
+  is placed in the note by its text); it never abstains; its tokens are those of the
+  five chunks;
+* with ``--ask``, ``ask``, answered by the Ollama-API double's *extractive reader*
+  (tests/support/ollama_double.py) over its real socket: llmCalls per question, and
+  token efficiency, the tokens of the chunks its answer cites over the tokens of all the
+  chunks in its context (each chunk's block as the plan counts it), averaged over the
+  questions answered.
 
 They are measured beside the same plan computed in process (the planner called
-directly) and TF-IDF routing alone (:meth:`ScopedRetrieval.route` within the question's
-project scope, as the plan routes). Latency percentiles are nearest-rank, over every
-question and repetition.
+directly), TF-IDF routing alone as the plan routes (:meth:`ScopedRetrieval.route` within
+the question's project scope: the link graph's reachable set, every skill admitted, 40
+notes kept; its memory transaction included) and its one statement alone (in a
+transaction already open). Latency percentiles are nearest-rank, over every question and
+repetition; the setup prints the machine's load average.
 """
 
 from __future__ import annotations
@@ -289,6 +304,7 @@ class Setting:
     items: list[dict[str, Any]]
     vault_chunks: int  # the chunks a semantic search over the whole vault would score
     asker: httpx.AsyncClient | None  # the app answering ``ask`` from the double, if any
+    filtered: bool  # search filtered to the question's project (copies of one vault)
 
 
 def _score_plan(legs: Legs, q: Question, result: dict[str, Any], vault_chunks: int) -> None:
@@ -330,6 +346,8 @@ async def _measure(setting: Setting, asked: list[Question], repeat: int) -> Legs
     sections = _sections(setting.items)
     counter = ApproximateTokens()
     legs = Legs()
+    if setting.filtered:
+        legs.search.label = "search HYBRID RSF (GraphQL, in the project)"
     scoped = ScopedRetrieval(runtime.db, runtime.backend)
     repository = ScopedRepository()
     # The benchmark's user reads everything in the memory: the in-process plan is asked
@@ -355,7 +373,8 @@ async def _measure(setting: Setting, asked: list[Question], repeat: int) -> Legs
 
             search = legs.search
             started = time.perf_counter()
-            data = await _post(client, token, memory, SEARCH, {"q": q.question})
+            filtering = {"filter": {"projects": [q.project]}} if setting.filtered else {}
+            data = await _post(client, token, memory, SEARCH, {"q": q.question, **filtering})
             search.latency.append(time.perf_counter() - started)
             found = data["search"]
             search.took.append(found["tookMs"])
@@ -526,7 +545,9 @@ async def _run(args: argparse.Namespace, root: Path) -> None:
                     lines.append(("ask", "generation by the Ollama-API double's extractive "
                                          "reader, over its socket"))  # fmt: skip
                 print_setup("wiki retrieval plans vs search", lines)
-                setting = Setting(runtime, client, memory, token, items, vault_chunks, asker)
+                setting = Setting(
+                    runtime, client, memory, token, items, vault_chunks, asker, args.projects > 0
+                )
                 _report(await _measure(setting, asked, args.repeat))
                 if args.keep is None:
                     await runtime.memories.delete(memory, confirm=memory)

@@ -63,9 +63,12 @@ class ChunkLexical:
 
 # $1 the question; the scope's note condition follows (a sub-select on note alone). One
 # statement, one row: the question's lexemes with their IDF within the scope, the scope's
-# size, and the best notes. N is the number of indexed (live, non-empty) notes in scope;
-# df counts a lexeme's notes in scope from lex_posting's primary key (lexeme, note_id):
-# one index range per question lexeme, never a scan of the scope's postings.
+# size, and the best notes. N is the number of indexed (live, non-empty) notes in scope.
+# The question's postings in scope (``hits``) are read once, from lex_posting's primary
+# key (lexeme, note_id) as an index-only scan: one index range per question lexeme, never
+# a scan of the scope's postings; df counts them per lexeme and the scores sum them.
+# A note's terms are summed in lexeme order (bytewise, the order of a tsvector), so equal
+# notes score bit for bit the same whatever order the join produced.
 _ROUTE = """
 WITH terms AS (
     SELECT t.lexeme COLLATE "C" AS lexeme,
@@ -78,20 +81,21 @@ scope AS MATERIALIZED (
 n AS (
     SELECT count(*)::float8 AS docs FROM lex_doc d WHERE d.note_id IN (SELECT id FROM scope)
 ),
+hits AS MATERIALIZED (
+    SELECT lp.lexeme COLLATE "C" AS lexeme, lp.note_id, lp.tf
+    FROM terms JOIN lex_posting lp ON lp.lexeme = terms.lexeme
+    WHERE lp.note_id IN (SELECT id FROM scope)
+),
 w AS MATERIALIZED (
     SELECT terms.lexeme, terms.qtf, ln(n.docs / d.df) + 1 AS idf
-    FROM terms, n, LATERAL (
-        SELECT count(*)::float8 AS df FROM lex_posting lp
-        WHERE lp.lexeme = terms.lexeme AND lp.note_id IN (SELECT id FROM scope)
-    ) AS d
-    WHERE d.df > 0
+    FROM terms, n, (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme) AS d
+    WHERE d.lexeme = terms.lexeme
 ),
 best AS (
-    SELECT lp.note_id, sum(w.qtf * w.idf * (1 + ln(lp.tf))) AS score
-    FROM w JOIN lex_posting lp ON lp.lexeme = w.lexeme
-    WHERE lp.note_id IN (SELECT id FROM scope)
-    GROUP BY lp.note_id
-    ORDER BY score DESC, lp.note_id
+    SELECT h.note_id, sum(w.qtf * w.idf * (1 + ln(h.tf)) ORDER BY w.lexeme) AS score
+    FROM w JOIN hits h ON h.lexeme = w.lexeme
+    GROUP BY h.note_id
+    ORDER BY score DESC, h.note_id
     LIMIT {limit}
 )
 SELECT (SELECT docs FROM n) AS docs,
