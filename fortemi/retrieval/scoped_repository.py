@@ -79,7 +79,7 @@ scope AS MATERIALIZED (
     SELECT id, project, skill FROM note WHERE {where}
 ),
 n AS (
-    SELECT count(*)::float8 AS docs FROM lex_doc d WHERE d.note_id IN (SELECT id FROM scope)
+    SELECT count(*)::float8 AS docs FROM scope JOIN lex_doc d ON d.note_id = scope.id
 ),
 hits AS MATERIALIZED (
     SELECT lp.lexeme COLLATE "C" AS lexeme, lp.note_id, lp.tf
@@ -98,16 +98,18 @@ best AS (
     ORDER BY score DESC, h.note_id
     LIMIT {limit}
 )
-SELECT (SELECT docs FROM n) AS docs,
-       (SELECT array_agg(lexeme::text ORDER BY lexeme) FROM w) AS lexemes,
-       (SELECT array_agg(qtf ORDER BY lexeme) FROM w) AS qtfs,
-       (SELECT array_agg(idf ORDER BY lexeme) FROM w) AS idfs,
-       (SELECT array_agg(best.note_id ORDER BY best.score DESC, best.note_id) FROM best) AS ids,
-       (SELECT array_agg(best.score ORDER BY best.score DESC, best.note_id) FROM best) AS scores,
-       (SELECT array_agg(scope.project ORDER BY best.score DESC, best.note_id)
-        FROM best JOIN scope ON scope.id = best.note_id) AS projects,
-       (SELECT array_agg(scope.skill ORDER BY best.score DESC, best.note_id)
-        FROM best JOIN scope ON scope.id = best.note_id) AS skills
+SELECT n.docs, weighed.lexemes, weighed.qtfs, weighed.idfs,
+       found.ids, found.scores, found.projects, found.skills
+FROM n,
+     (SELECT array_agg(lexeme::text ORDER BY lexeme) AS lexemes,
+             array_agg(qtf ORDER BY lexeme) AS qtfs,
+             array_agg(idf ORDER BY lexeme) AS idfs
+      FROM w) AS weighed,
+     (SELECT array_agg(best.note_id ORDER BY best.score DESC, best.note_id) AS ids,
+             array_agg(best.score ORDER BY best.score DESC, best.note_id) AS scores,
+             array_agg(scope.project ORDER BY best.score DESC, best.note_id) AS projects,
+             array_agg(scope.skill ORDER BY best.score DESC, best.note_id) AS skills
+      FROM best JOIN scope ON scope.id = best.note_id) AS found
 """
 
 # $1 notes, $2 lexemes, $3 weights. A chunk's words are its stored ``lex`` (migration
