@@ -63,7 +63,9 @@ class NoteScope:
         if self.vault is not None:
             where.add("external_source = {0}", f"vault:{self.vault}")
         if self.notes is not None:
-            where.add("id = ANY({0}::uuid[])", sorted(self.notes))
+            # A set membership, so unsorted: sorting a project's UUIDs in Python costs
+            # tens of microseconds per question, and the statement's result is the same.
+            where.add("id = ANY({0}::uuid[])", list(self.notes))
         return where
 
 

@@ -63,9 +63,12 @@ class ChunkLexical:
 
 # $1 the question; the scope's note condition follows (a sub-select on note alone). One
 # statement, one row: the question's lexemes with their IDF within the scope, the scope's
-# size, and the best notes. N is the number of indexed (live, non-empty) notes in scope;
-# df counts a lexeme's notes in scope from lex_posting's primary key (lexeme, note_id):
-# one index range per question lexeme, never a scan of the scope's postings.
+# size, and the best notes. N is the number of indexed (live, non-empty) notes in scope.
+# The question's postings in scope (``hits``) are read once, from lex_posting's primary
+# key (lexeme, note_id) as an index-only scan: one index range per question lexeme, never
+# a scan of the scope's postings; df counts them per lexeme and the scores sum them.
+# A note's terms are summed in lexeme order (bytewise, the order of a tsvector), so equal
+# notes score bit for bit the same whatever order the join produced.
 _ROUTE = """
 WITH terms AS (
     SELECT t.lexeme COLLATE "C" AS lexeme,
@@ -76,34 +79,37 @@ scope AS MATERIALIZED (
     SELECT id, project, skill FROM note WHERE {where}
 ),
 n AS (
-    SELECT count(*)::float8 AS docs FROM lex_doc d WHERE d.note_id IN (SELECT id FROM scope)
+    SELECT count(*)::float8 AS docs FROM scope JOIN lex_doc d ON d.note_id = scope.id
+),
+hits AS MATERIALIZED (
+    SELECT lp.lexeme COLLATE "C" AS lexeme, lp.note_id, lp.tf
+    FROM terms JOIN lex_posting lp ON lp.lexeme = terms.lexeme
+    WHERE lp.note_id IN (SELECT id FROM scope)
 ),
 w AS MATERIALIZED (
     SELECT terms.lexeme, terms.qtf, ln(n.docs / d.df) + 1 AS idf
-    FROM terms, n, LATERAL (
-        SELECT count(*)::float8 AS df FROM lex_posting lp
-        WHERE lp.lexeme = terms.lexeme AND lp.note_id IN (SELECT id FROM scope)
-    ) AS d
-    WHERE d.df > 0
+    FROM terms, n, (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme) AS d
+    WHERE d.lexeme = terms.lexeme
 ),
 best AS (
-    SELECT lp.note_id, sum(w.qtf * w.idf * (1 + ln(lp.tf))) AS score
-    FROM w JOIN lex_posting lp ON lp.lexeme = w.lexeme
-    WHERE lp.note_id IN (SELECT id FROM scope)
-    GROUP BY lp.note_id
-    ORDER BY score DESC, lp.note_id
+    SELECT h.note_id, sum(w.qtf * w.idf * (1 + ln(h.tf)) ORDER BY w.lexeme) AS score
+    FROM w JOIN hits h ON h.lexeme = w.lexeme
+    GROUP BY h.note_id
+    ORDER BY score DESC, h.note_id
     LIMIT {limit}
 )
-SELECT (SELECT docs FROM n) AS docs,
-       (SELECT array_agg(lexeme::text ORDER BY lexeme) FROM w) AS lexemes,
-       (SELECT array_agg(qtf ORDER BY lexeme) FROM w) AS qtfs,
-       (SELECT array_agg(idf ORDER BY lexeme) FROM w) AS idfs,
-       (SELECT array_agg(best.note_id ORDER BY best.score DESC, best.note_id) FROM best) AS ids,
-       (SELECT array_agg(best.score ORDER BY best.score DESC, best.note_id) FROM best) AS scores,
-       (SELECT array_agg(scope.project ORDER BY best.score DESC, best.note_id)
-        FROM best JOIN scope ON scope.id = best.note_id) AS projects,
-       (SELECT array_agg(scope.skill ORDER BY best.score DESC, best.note_id)
-        FROM best JOIN scope ON scope.id = best.note_id) AS skills
+SELECT n.docs, weighed.lexemes, weighed.qtfs, weighed.idfs,
+       found.ids, found.scores, found.projects, found.skills
+FROM n,
+     (SELECT array_agg(lexeme::text ORDER BY lexeme) AS lexemes,
+             array_agg(qtf ORDER BY lexeme) AS qtfs,
+             array_agg(idf ORDER BY lexeme) AS idfs
+      FROM w) AS weighed,
+     (SELECT array_agg(best.note_id ORDER BY best.score DESC, best.note_id) AS ids,
+             array_agg(best.score ORDER BY best.score DESC, best.note_id) AS scores,
+             array_agg(scope.project ORDER BY best.score DESC, best.note_id) AS projects,
+             array_agg(scope.skill ORDER BY best.score DESC, best.note_id) AS skills
+      FROM best JOIN scope ON scope.id = best.note_id) AS found
 """
 
 # $1 notes, $2 lexemes, $3 weights. A chunk's words are its stored ``lex`` (migration

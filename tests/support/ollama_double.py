@@ -33,6 +33,15 @@ the answer, then a last one with ``done``, ``done_reason`` and the counts. Its
 after those it shares with the model's previous prompt (as Ollama skips the prefix whose
 key/value state it kept). While ``hold_streams`` is set, a stream waits after its first
 piece, so a test can act while an answer is being written.
+
+**Extractive reader mode**: a generation model named in ``extractive`` answers as a
+deterministic extractive reader (:func:`extractive_answer`) instead of echoing: it reads
+the prompt's numbered chunks (``[n] source`` then the chunk's text) and its ``Question:``
+line, scores each chunk by how many distinct question words (lower-cased, three letters
+or more, common function words left out) its text holds, and cites every chunk whose
+overlap is more than half the best one's, each with its first sentence. Without any
+overlap it says it does not know and cites nothing. It stands in for a model that cites
+what it uses, so that the share of the context it cites can be measured without one.
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ import asyncio
 import hashlib
 import json
 import math
+import re
 import socket
 import threading
 import time
@@ -53,7 +63,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-__all__ = ["FAILURE_MODELS", "OllamaDouble", "ServedApp", "double_vector"]
+__all__ = ["FAILURE_MODELS", "OllamaDouble", "ServedApp", "double_vector", "extractive_answer"]
 
 FAILURE_MODELS = (
     "fail-rate-limit",
@@ -70,6 +80,44 @@ def double_vector(text: str, dimension: int) -> list[float]:
     seed = int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big")
     vector = np.random.default_rng(seed).standard_normal(dimension) * 3.0
     return [float(value) for value in vector]
+
+
+# Function words that say nothing about what a chunk is about: a hand-written list, since
+# the extractive reader must stay deterministic and free of any model or corpus.
+_STOP = frozenset(
+    "the and for are but not you your with this that from have has had was were will can "
+    "how what when where which who whom why does did doing done into onto about than then "
+    "there their them they its it's our out all any some such only own same too very just "
+    "should would could may might must shall been being also each other more most".split()
+)
+_CHUNK = re.compile(r"^\[(\d+)\] [^\n]*\n(.*?)(?=^\[\d+\] |^Question: )", re.M | re.S)
+_QUESTION = re.compile(r"^Question: (.*)$", re.M)
+_WORD = re.compile(r"[^\W_]{3,}")
+_SENTENCE = re.compile(r"(?<=[.!?])\s")
+
+
+def _words(text: str) -> set[str]:
+    return {word for word in _WORD.findall(text.lower()) if word not in _STOP}
+
+
+def extractive_answer(prompt: str) -> str:
+    """The extractive reader's answer to a retrieval prompt: the first sentence of every
+    numbered chunk holding more than half as many distinct question words as the best
+    chunk, each cited as ``[n]``, in the prompt's order."""
+    asked = _QUESTION.findall(prompt)
+    question = _words(asked[-1]) if asked else set()
+    chunks = [(int(number), text.strip()) for number, text in _CHUNK.findall(prompt)]
+    overlaps = {number: len(question & _words(text)) for number, text in chunks}
+    best = max(overlaps.values(), default=0)
+    if best == 0:
+        return "I do not know: the chunks do not say."
+    cited = [(n, text) for n, text in chunks if overlaps[n] > best / 2]
+    return " ".join(f"{_first_sentence(text)} [{n}]" for n, text in cited)
+
+
+def _first_sentence(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    return _SENTENCE.split(" ".join(lines) or text, maxsplit=1)[0].strip()
 
 
 class ServedApp:
@@ -153,6 +201,7 @@ class OllamaDouble(ServedApp):
         self.replies: dict[str, str] = {}
         self.scripts: dict[str, list[tuple[str, str]]] = {}
         self.prefix_cache = False
+        self.extractive: set[str] = set()  # generation models answering as extractive readers
         self.hold_streams = False  # a stream waits after its first piece while this holds
         self._last_prompt: dict[str, list[str]] = {}
 
@@ -212,6 +261,8 @@ class OllamaDouble(ServedApp):
         reason, cut = None, False
         if self.scripts.get(model):
             text, reason = self.scripts[model].pop(0)
+        elif model in self.extractive:
+            text = extractive_answer(str(body.get("prompt", "")))
         elif model in self.replies:
             text, cut = self.replies[model], False
         else:

@@ -149,6 +149,21 @@ async def test_an_answer_cites_selected_chunks_and_drops_numbers_naming_none(
     assert sent["options"]["num_predict"] == 1024
 
 
+async def test_the_doubles_extractive_reader_cites_the_chunk_that_answers(
+    runtime: Runtime, homelab: str, charlie: str, ollama: OllamaDouble
+) -> None:
+    model = _model(ollama)
+    ollama.extractive.add(model)
+    answer = await _answer(runtime, _backend(ollama.url, model), homelab, charlie, **OWNERSHIP)
+    chunks = answer["plan"]["chunks"]
+    cited = [chunks[c["number"] - 1] for c in answer["citations"]]
+    assert ("projects/poimen/memories/ownership.md", "Namespaces by team") in {
+        (c["note"]["path"], c["heading"].split(" > ")[-1]) for c in cited
+    }
+    assert answer["droppedCitations"] == 0
+    assert 0 < len(cited) < len(chunks)  # it cites what shares the question's words only
+
+
 async def test_an_empty_first_answer_is_asked_again_once(
     runtime: Runtime, homelab: str, charlie: str, ollama: OllamaDouble
 ) -> None:
