@@ -56,6 +56,7 @@ from uuid import UUID
 
 from fortemi.graph.traversal.models import EdgeColumns, EdgeKind, GraphEdge, NodeColumns
 from fortemi.platform.database import Connection
+from fortemi.platform.isotext import IsoTimes, iso_text_sql
 from fortemi.platform.notes.models import NoteFilter, NoteVisibility
 from fortemi.platform.notes.repository import note_filter_where
 from fortemi.platform.sql import Query, Where
@@ -183,8 +184,8 @@ walk (depth, frontier, seen, found, cut, cut_edges) AS (
 ),
 last AS (SELECT depth, seen, found, cut, cut_edges FROM walk ORDER BY depth DESC LIMIT 1),
 edges AS ({edges})
-SELECT 0 AS part, w.depth, u.ord, note.id, note.title, note.archived, note.created_at,
-       note.updated_at, last.depth AS reached, last.found, last.cut, last.cut_edges,
+SELECT 0 AS part, w.depth, u.ord, note.id, note.title, note.archived, {created_at},
+       {updated_at}, last.depth AS reached, last.found, last.cut, last.cut_edges,
        NULL AS target_id, NULL AS kind, NULL AS score, NULL AS rank, NULL AS set_id,
        NULL AS model, NULL AS computed_at, NULL AS bidirectional, NULL AS lo, NULL AS hi
 FROM walk AS w
@@ -193,7 +194,7 @@ JOIN note ON note.id = u.id
 CROSS JOIN last
 UNION ALL
 SELECT 1, NULL, NULL, source_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, target_id,
-       kind, score, rank, set_id, model, computed_at, bidirectional, lo, hi
+       kind, score, rank, set_id, model, {computed_at}, bidirectional, lo, hi
 FROM edges
 ORDER BY part, depth, ord, lo, hi, kind
 """
@@ -230,11 +231,16 @@ def _edge_rows(ids: str, source: str) -> str:
 def _walk(candidates: str) -> Query:
     # Fixed fragments only: the statements are composed at import from the constants above.
     # The edges among the returned nodes are read in the same statement, from the last
-    # level's ``seen``: one round trip for the whole neighbourhood.
+    # level's ``seen``: one round trip for the whole neighbourhood. Its times come as the
+    # text the GraphQL response carries (fortemi.platform.isotext): decoding a datetime
+    # and formatting it back was a Python call each, ~750 a neighbourhood.
     return Query(
         "".join(("WITH RECURSIVE", _BOUNDS, _WALK_TEMPLATE))
         .replace("{candidates}", candidates)
         .replace("{edges}", _edge_rows("last.seen", "last CROSS JOIN "))
+        .replace("{created_at}", iso_text_sql("note.created_at"))
+        .replace("{updated_at}", iso_text_sql("note.updated_at"))
+        .replace("{computed_at}", iso_text_sql("computed_at"))
     )
 
 
@@ -349,8 +355,8 @@ class TraversalRepository:
             title=node_cols[4],
             depth=node_cols[1],
             archived=node_cols[5],
-            created_at=node_cols[6],
-            updated_at=node_cols[7],
+            created_at=IsoTimes(node_cols[6]),
+            updated_at=IsoTimes(node_cols[7]),
             community=unset,
             community_label=unset,
             community_confidence=unset,
@@ -363,7 +369,7 @@ class TraversalRepository:
             rank=edge_cols[15],
             set_id=edge_cols[16],
             model=edge_cols[17],
-            computed_at=edge_cols[18],
+            computed_at=IsoTimes(edge_cols[18]),
             bidirectional=edge_cols[19],
         )
         last = rows[0]
