@@ -224,12 +224,14 @@ class RawSql:
         return cls(conn)
 
     async def neighbourhood(self, start: UUID) -> int:
-        """The walk and the edges among its nodes: how many rows (nodes + edges)."""
+        """The walk and the edges among its nodes (one row of arrays): how many nodes and
+        edges."""
         sql, args = walk_statement(
             start, depth=DEPTH, max_nodes=MAX_NODES, min_score=0.0, max_edges_per_node=None,
             gamma=1.0, visibility=_EVERYONE,
         )  # fmt: skip
-        return len(await self._conn.fetch(sql, *args))
+        row = await self._conn.fetchrow(sql, *args)
+        return 0 if row is None else len(row["ids"]) + len(row["sources"] or ())
 
     async def close(self) -> None:
         await self._conn.close()
