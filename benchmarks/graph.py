@@ -106,6 +106,7 @@ class Samples:
     sql: list[float] = field(default_factory=list)
     nodes: list[int] = field(default_factory=list)
     edges: list[int] = field(default_factory=list)
+    server_cpu: float = 0.0  # the server process's CPU seconds over the measured requests
 
 
 # -- data -----------------------------------------------------------------------------------
@@ -224,12 +225,14 @@ class RawSql:
         return cls(conn)
 
     async def neighbourhood(self, start: UUID) -> int:
-        """The walk and the edges among its nodes: how many rows (nodes + edges)."""
+        """The walk and the edges among its nodes (one row of arrays): how many nodes and
+        edges."""
         sql, args = walk_statement(
             start, depth=DEPTH, max_nodes=MAX_NODES, min_score=0.0, max_edges_per_node=None,
             gamma=1.0, visibility=_EVERYONE,
         )  # fmt: skip
-        return len(await self._conn.fetch(sql, *args))
+        row = await self._conn.fetchrow(sql, *args)
+        return 0 if row is None else len(row["ids"]) + len(row["sources"] or ())
 
     async def close(self) -> None:
         await self._conn.close()
@@ -248,8 +251,13 @@ async def _gql(poster: RawPoster, start: UUID) -> tuple[float, dict[str, Any]]:
 
 
 async def measure(
-    port: int, headers: dict[str, str], sql: RawSql, starts: Sequence[UUID], warmup: int
+    server: ServerProcess,
+    headers: dict[str, str],
+    sql: RawSql,
+    starts: Sequence[UUID],
+    warmup: int,
 ) -> Samples:
+    port = server.port
     samples = Samples()
     head = {**headers, "content-type": "application/json"}
     for start in starts[:warmup]:
@@ -260,6 +268,7 @@ async def measure(
     for block in range(0, len(starts), 25):
         chosen = starts[block : block + 25]
         poster = await RawPoster.open(HOST, port, head)  # uvicorn closes idle connections
+        cpu = server.cpu_seconds()
         try:
             for start in chosen:
                 took, graph = await _gql(poster, start)
@@ -267,6 +276,7 @@ async def measure(
                 samples.nodes.append(len(graph["nodes"]))
                 samples.edges.append(len(graph["edges"]))
         finally:
+            samples.server_cpu += server.cpu_seconds() - cpu
             await poster.aclose()
         for start in chosen:
             began = time.perf_counter()
@@ -306,6 +316,11 @@ def report(corpus: Corpus, samples: Samples) -> None:
     print(
         f"returned nodes: median {int(np.median(nodes))}, min {nodes.min()}, max {nodes.max()}; "
         f"edges: median {int(np.median(edges))}, max {edges.max()}"
+    )
+    # psutil's clock-tick resolution (10 ms) is small beside 25 requests a block.
+    print(
+        f"server CPU per GraphQL request (the uvicorn process, user + system): "
+        f"{samples.server_cpu / len(samples.gql) * 1000:.2f} ms"
     )
     g, s = Latency.of(samples.gql), Latency.of(samples.sql)
     p95 = g.p95 * 1000
@@ -356,7 +371,7 @@ async def _run(args: argparse.Namespace, home: Path, urls: ServiceUrls, embedded
                 sql = await RawSql.connect(urls.database, memory)
                 headers = {"authorization": f"Bearer {stage.token}", "x-fortemi-memory": memory}
                 try:
-                    samples = await measure(stage.port, headers, sql, starts, args.warmup)
+                    samples = await measure(server, headers, sql, starts, args.warmup)
                 finally:
                     await sql.close()
                 report(corpus, samples)

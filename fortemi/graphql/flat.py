@@ -12,7 +12,10 @@ builds the response dict directly from the collected selection (aliases, fragmen
 
 A list may also come as :class:`Columns` (one sequence per attribute): the fast path then
 reads each column as it is, with no object per item; the ordinary path, when it has to
-answer, iterates it and gets the items built from the columns.
+answer, iterates it and gets the items built from the columns. A column of
+:class:`~fortemi.platform.isotext.IsoTimes` (times PostgreSQL wrote as ``isoformat()``
+text) goes out as its texts when the field's scalar is shown, at plan time, to answer
+exactly ``isoformat()``; any other completion sees its items as ``datetime`` values.
 
 Anything it does not cover (a null in a non-null field, a value the scalar refuses, a field
 it has no plan for) returns None, and the caller completes the object the ordinary way,
@@ -24,6 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
 from operator import attrgetter
 from typing import Any, TypeVar
 
@@ -40,6 +44,8 @@ from graphql import (
     is_enum_type,
     is_leaf_type,
 )
+
+from fortemi.platform.isotext import IsoTimes
 
 __all__ = ["Columns", "complete_flat", "complete_flat_list", "flat", "flat_item_type", "flat_plan"]
 
@@ -102,6 +108,9 @@ class _Leaf:
     # An enum: few distinct values a column, each coerced once (strawberry's enum coercion
     # scans the enum's values for every one).
     enum: bool = False
+    # The scalar answers ``value.isoformat()`` for a datetime: an IsoTimes column is
+    # already its output.
+    isoformat: bool = False
 
 
 _EXACT: dict[str, type] = {
@@ -115,6 +124,22 @@ _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 # graphql-core's own scalar objects: a schema may define its own scalar under a built-in's
 # name only by replacing it, and then its coercion is the one to call.
 _BUILTIN = (GraphQLString, GraphQLID, GraphQLBoolean, GraphQLInt, GraphQLFloat)
+
+
+# Times the probe below formats: microseconds or none, UTC, another offset, naive.
+_PROBES = (
+    datetime(2001, 2, 3, 4, 5, 6, 7, tzinfo=UTC),
+    datetime(1999, 12, 31, 23, 59, 59, tzinfo=UTC),
+    datetime(2026, 7, 1, 12, 0, 0, 500000, tzinfo=timezone(timedelta(hours=5, minutes=45))),
+    datetime.max,
+)
+
+
+def _formats_isoformat(coerce: Callable[[Any], Any]) -> bool:
+    try:
+        return all(coerce(probe) == probe.isoformat() for probe in _PROBES)
+    except Exception:  # a scalar that refuses a datetime does not format it
+        return False
 
 
 def _leaf(field: Any) -> _Leaf | None:
@@ -134,13 +159,15 @@ def _leaf(field: Any) -> _Leaf | None:
         return None
     builtin = kind in _BUILTIN
     exact = _EXACT.get(kind.name) if builtin else None
+    enum = is_enum_type(kind)
     return _Leaf(
         definition.python_name,
         kind.coerce_output_value,
         non_null,
         is_list,
         exact,
-        enum=is_enum_type(kind),
+        enum=enum,
+        isoformat=not (builtin or enum) and _formats_isoformat(kind.coerce_output_value),
     )
 
 
@@ -231,6 +258,10 @@ def _complete_all(
     for _, leaf in selection:
         if leaf is None:
             columns.append([type_name] * len(items))
+            continue
+        given_column = None if given is None else given[leaf.attribute]
+        if isinstance(given_column, IsoTimes) and leaf.isoformat and not leaf.is_list:
+            columns.append(list(given_column.texts))  # never NULL, already the output
             continue
         values = (
             list(map(attrgetter(leaf.attribute), items))

@@ -8,16 +8,39 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Sequence
 from uuid import UUID
 
 from fortemi.platform.errors import BadUserInput
 
-__all__ = ["from_global_id", "parse_id", "parse_note_id", "to_global_id"]
+__all__ = ["from_global_id", "parse_id", "parse_note_id", "to_global_id", "to_global_ids"]
 
 
 def to_global_id(type_name: str, local_id: str | UUID) -> str:
     raw = f"{type_name}:{local_id}".encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def to_global_ids(type_name: str, local_ids: Sequence[UUID]) -> list[str]:
+    """``[to_global_id(type_name, i) for i in local_ids]``, encoded in one base64 call.
+
+    Every ``Type:uuid`` has the same length, so the ids are laid end to end, each padded
+    with zero bytes to a whole number of base64 groups (3 bytes), and encoded at once: a
+    group's 4 characters depend on its 3 bytes only, and base64 encodes a last partial
+    group exactly as the same bytes followed by zeros, minus the ``=`` padding. Each id is
+    then its slice, cut to the unpadded length. (A few hundred ids a ``graph`` response:
+    one call each cost more than the rest of building the node list.)
+    """
+    raw = f"{type_name}:".encode()
+    size = len(raw) + 36  # str(UUID) is always 36 ASCII characters
+    pad = -size % 3
+    step, keep = (size + pad) // 3 * 4, -(-size * 4 // 3)
+    tail = "\0" * pad
+    joined = "".join([f"{type_name}:{local_id}{tail}" for local_id in local_ids]).encode()
+    if len(joined) != len(local_ids) * (size + pad):  # not UUIDs after all: one at a time
+        return [to_global_id(type_name, local_id) for local_id in local_ids]
+    text = base64.urlsafe_b64encode(joined).decode()
+    return [text[start : start + keep] for start in range(0, len(text), step)]
 
 
 def from_global_id(global_id: str) -> tuple[str, str]:

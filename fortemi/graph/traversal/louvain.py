@@ -22,12 +22,17 @@ import random
 from collections.abc import Sequence
 
 import igraph
+import numpy as np
+import numpy.typing as npt
 
-__all__ = ["louvain"]
+__all__ = ["louvain", "membership"]
 
 _SEED = 0
 _RANDOM = random.Random(_SEED)  # noqa: S311 - a visiting order, not a secret
 igraph.set_random_number_generator(_RANDOM)
+
+Ints = npt.NDArray[np.intp]
+Floats = npt.NDArray[np.float64]
 
 
 def louvain(
@@ -37,14 +42,25 @@ def louvain(
 
     ``edges``: undirected ``(i, j, weight)`` with ``i != j``, weights > 0, each pair once.
     """
-    if not edges:
-        return list(range(count))
-    graph = igraph.Graph(n=count, edges=[(i, j) for i, j, _ in edges])
+    pairs = np.array([(i, j) for i, j, _ in edges], dtype=np.intp).reshape(-1, 2)
+    weights = np.array([weight for _, _, weight in edges], dtype=np.float64)
+    found: list[int] = membership(count, pairs, weights, resolution=resolution).tolist()
+    return found
+
+
+def membership(count: int, pairs: Ints, weights: Floats, *, resolution: float = 1.0) -> Ints:
+    """:func:`louvain` over arrays: ``pairs`` of shape (k, 2), ``weights`` of shape (k,)."""
+    if not len(pairs):
+        return np.arange(count, dtype=np.intp)
+    graph = igraph.Graph(n=count, edges=pairs)
     _RANDOM.seed(_SEED)
-    found = graph.community_multilevel(
-        weights=[weight for _, _, weight in edges], resolution=resolution
-    ).membership
-    order: dict[int, int] = {}
-    for c in found:
-        order.setdefault(c, len(order))
-    return [order[c] for c in found]
+    found = np.asarray(
+        graph.community_multilevel(weights=weights, resolution=resolution).membership,
+        dtype=np.intp,
+    )
+    # Renumbered by first node: each label's first index, ranked.
+    _, first, inverse = np.unique(found, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.intp)
+    rank[np.argsort(first)] = np.arange(len(first), dtype=np.intp)
+    renumbered: Ints = rank[inverse.reshape(-1)]
+    return renumbered

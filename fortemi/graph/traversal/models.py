@@ -15,6 +15,8 @@ from enum import StrEnum
 from typing import TypeVar
 from uuid import UUID
 
+from fortemi.platform.isotext import IsoTimes
+
 __all__ = [
     "GRAPH_VERSION",
     "EdgeColumns",
@@ -225,6 +227,8 @@ class EdgeColumns:
         def pick(column: Sequence[_T]) -> list[_T]:
             return [column[i] for i in keep]
 
+        computed_at = self.computed_at
+
         return EdgeColumns(
             pick(self.source),
             pick(self.target),
@@ -233,7 +237,9 @@ class EdgeColumns:
             pick(self.rank),
             pick(self.set_id),
             pick(self.model),
-            pick(self.computed_at),
+            IsoTimes(pick(computed_at.texts))
+            if isinstance(computed_at, IsoTimes)
+            else pick(computed_at),
             pick(self.bidirectional),
         )
 

@@ -69,3 +69,43 @@ async def test_graph_columns_answer_what_ordinary_completion_answers(
     nodes = [graph["nodes"] for graph in fast["data"].values() if graph.get("nodes") is not None]
     assert nodes
     assert all(len(found) > 1 for found in nodes)
+
+
+async def test_graph_times_are_the_stored_times_isoformat_with_or_without_microseconds(
+    gql: GraphQLCall, runtime: Runtime, memory: str
+) -> None:
+    # The walk sends its times as text (fortemi.platform.isotext); they must read exactly as
+    # asyncpg's datetimes formatted by the DateTime scalar, microsecond 0 included.
+    ids = await add_notes(runtime.notes, memory, [f"note {i}" for i in range(6)])
+    await add_links(runtime.db, memory, [Link(ids[0], other, "explicit", 0.5) for other in ids[1:]])
+    async with runtime.db.memory_transaction(memory) as conn:
+        await conn.execute(
+            "UPDATE note SET created_at = created_at - make_interval(days => n),"
+            " updated_at = date_trunc('second', updated_at) + make_interval(secs => n / 10.0)"
+            " FROM (SELECT id, row_number() OVER (ORDER BY id)::int AS n FROM note) AS o"
+            " WHERE o.id = note.id"
+        )
+        await conn.execute(
+            "UPDATE note SET created_at = date_trunc('second', created_at) WHERE id = $1", ids[1]
+        )
+        await conn.execute("UPDATE note_link SET computed_at = date_trunc('minute', computed_at)"
+                           " WHERE target_id = $1", ids[2])  # fmt: skip
+        notes = {
+            gid(row["id"]): (row["created_at"].isoformat(), row["updated_at"].isoformat())
+            for row in await conn.fetch("SELECT id, created_at, updated_at FROM note")
+        }
+        links = {
+            (gid(row["source_id"]), gid(row["target_id"])): row["computed_at"].isoformat()
+            for row in await conn.fetch("SELECT source_id, target_id, computed_at FROM note_link")
+        }
+    body = await gql(GRAPH, {"id": gid(ids[0]), "depth": 1})
+    assert "errors" not in body, body
+    graph = body["data"]["graph"]
+    assert len(graph["nodes"]) == 6
+    assert {n["id"]: (n["createdAt"], n["updatedAt"]) for n in graph["nodes"]} == notes
+    assert {(e["source"], e["target"]): e["computedAt"] for e in graph["edges"]} == links
+    # microsecond 0 has no fraction at all; the others keep all six digits
+    assert "." not in notes[gid(ids[1])][0]
+    assert "." not in links[(gid(ids[0]), gid(ids[2]))]
+    assert all(len(text.split(".")[-1]) == 12 for text, _ in notes.values() if "." in text)
+    assert sum("." in text for text, _ in notes.values()) >= 4
