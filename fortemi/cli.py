@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from pydantic import ValidationError
 
 from fortemi import console
+from fortemi.crypto import commands as pke_commands
 from fortemi.platform.errors import FortemiError
 from fortemi.platform.logs import configure_logging
 from fortemi.platform.settings import Settings
@@ -471,6 +472,7 @@ def _parser() -> argparse.ArgumentParser:
         _add_schema,
         _add_vault,
         _add_ask,
+        pke_commands.add_commands,
     ):
         add(commands)
     return parser
