@@ -26,7 +26,6 @@ import os
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import IO
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
@@ -47,6 +46,8 @@ from fortemi.crypto.header import (
     WRAP_NONCE_SIZE,
     Envelope,
     Recipient,
+    Sink,
+    Source,
     build_preamble,
     check_filename,
     read_envelope,
@@ -262,27 +263,35 @@ _READ = 1024 * 1024
 
 
 def seal_stream(
-    source: IO[bytes],
-    sink: IO[bytes],
+    source: Source,
+    sink: Sink,
     recipients: Sequence[PublicKey],
     *,
     filename: str | None = None,
 ) -> int:
     """Encrypt ``source`` into ``sink``; returns the bytes written."""
     sealer = Sealer(recipients, filename=filename)
-    written = sink.write(sealer.preamble)
+    written = 0
+    for part in _sealed(sealer, source):
+        sink.write(part)
+        written += len(part)
+    return written
+
+
+def _sealed(sealer: Sealer, source: Source) -> Iterator[bytes]:
+    yield sealer.preamble
     while block := source.read(_READ):
-        written += sink.write(sealer.update(block))
-    return written + sink.write(sealer.finalize())
+        yield sealer.update(block)
+    yield sealer.finalize()
 
 
-def _payload(opener: Opener, source: IO[bytes]) -> Iterator[bytes]:
+def _payload(opener: Opener, source: Source) -> Iterator[bytes]:
     while block := source.read(_READ):
         yield opener.update(block)
     yield opener.finalize()
 
 
-def open_stream(source: IO[bytes], sink: IO[bytes], keypair: Keypair) -> Envelope:
+def open_stream(source: Source, sink: Sink, keypair: Keypair) -> Envelope:
     """Decrypt ``source`` into ``sink``. On an error, what ``sink`` got must be discarded."""
     opener = Opener(read_envelope(source), keypair)
     for part in _payload(opener, source):
@@ -290,7 +299,7 @@ def open_stream(source: IO[bytes], sink: IO[bytes], keypair: Keypair) -> Envelop
     return opener.envelope
 
 
-def verify_stream(source: IO[bytes], keypair: Keypair) -> Envelope:
+def verify_stream(source: Source, keypair: Keypair) -> Envelope:
     """Authenticate a whole file without keeping its plaintext."""
     opener = Opener(read_envelope(source), keypair)
     for _ in _payload(opener, source):

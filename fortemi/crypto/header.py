@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import Any, Protocol
 
 from fortemi.crypto.addresses import Address
 from fortemi.crypto.encoding import b64decode, b64encode, canonical_json, load_json_object
@@ -34,6 +34,8 @@ __all__ = [
     "MAGIC",
     "Envelope",
     "Recipient",
+    "Sink",
+    "Source",
     "read_envelope",
 ]
 
@@ -53,6 +55,16 @@ WRAPPED_SIZE = KEY_SIZE + TAG_SIZE
 _LENGTH = struct.Struct("<I")
 _FIELDS = {"chunk_size", "data_nonce", "ephemeral_public_key", "filename", "recipients", "version"}
 _RECIPIENT_FIELDS = {"address", "nonce", "wrapped_key"}
+
+
+class Source(Protocol):
+    """What MMPKE01 bytes are read from: a binary file, a socket's reader, ``BytesIO``."""
+
+    def read(self, size: int, /) -> bytes: ...
+
+
+class Sink(Protocol):
+    def write(self, data: bytes, /) -> object: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +174,7 @@ def check_filename(filename: str | None) -> str | None:
     return filename
 
 
-def read_exact(source: IO[bytes], size: int) -> bytes:
+def read_exact(source: Source, size: int) -> bytes:
     """``size`` bytes, or fewer only at the end of ``source``."""
     parts: list[bytes] = []
     wanted = size
@@ -175,7 +187,7 @@ def read_exact(source: IO[bytes], size: int) -> bytes:
     return b"".join(parts)
 
 
-def read_envelope(source: IO[bytes]) -> Envelope:
+def read_envelope(source: Source) -> Envelope:
     """Read and check the preamble; ``source`` is left at the first payload byte."""
     magic = read_exact(source, len(MAGIC))
     if magic != MAGIC:
