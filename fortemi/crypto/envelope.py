@@ -67,6 +67,7 @@ __all__ = [
 ]
 
 HKDF_INFO = b"MMPKE01 wrap key"
+Bytes = bytes | bytearray | memoryview
 _COUNTER = struct.Struct(">I")
 _MAX_CHUNKS = 1 << 32
 
@@ -104,6 +105,38 @@ def _chunk_nonce(prefix: bytes, index: int, *, last: bool) -> bytes:
     if index >= _MAX_CHUNKS:
         raise MalformedFile("header_too_large", "More than 2^32 chunks: the file is too large")
     return prefix + _COUNTER.pack(index) + (b"\x01" if last else b"\x00")
+
+
+class _Pieces:
+    """Cuts a stream of bytes into pieces of ``size``, holding back the newest piece until
+    a byte after it arrives: until then it may be the last. Full pieces are views of the
+    caller's bytes (no copy); only the held tail is copied."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._held = bytearray()
+
+    def feed(self, data: Bytes) -> list[memoryview | bytearray]:
+        view = memoryview(data)
+        pieces: list[memoryview | bytearray] = []
+        if self._held:
+            need = self._size - len(self._held)
+            if len(view) <= need:
+                self._held += view
+                return pieces
+            self._held += view[:need]
+            view = view[need:]
+            pieces.append(self._held)
+            self._held = bytearray()
+        if view:
+            complete = (len(view) - 1) // self._size
+            pieces.extend(view[i * self._size : (i + 1) * self._size] for i in range(complete))
+            self._held += view[complete * self._size :]
+        return pieces
+
+    def rest(self) -> bytearray:
+        held, self._held = self._held, bytearray()
+        return held
 
 
 class Sealer:
@@ -157,37 +190,30 @@ class Sealer:
             raise RuntimeError("the header's length differs from the one its wraps cover")
         self._aead = AESGCM(secrets.data_key)
         self._nonce = secrets.data_nonce
-        self._chunk = chunk_size
         self._index = 0
-        self._buffer = bytearray()
+        self._pieces = _Pieces(chunk_size)
         self._done = False
 
-    def _seal(self, plaintext: bytes | bytearray, *, last: bool) -> bytes:
+    def _seal(self, plaintext: memoryview | bytearray, *, last: bool) -> bytes:
         nonce = _chunk_nonce(self._nonce, self._index, last=last)
         self._index += 1
-        return self._aead.encrypt(nonce, bytes(plaintext), self.preamble)
+        return self._aead.encrypt(nonce, plaintext, self.preamble)
 
-    def update(self, data: bytes) -> bytes:
-        """Ciphertext of every complete chunk but the newest (it may turn out the last)."""
+    def sealed_chunks(self, data: Bytes) -> list[bytes]:
+        """Every complete chunk but the newest, sealed (the newest may turn out the last:
+        a chunk is sealed as not-last only once a byte after it is known to exist)."""
         if self._done:
             raise ValueError("update() after finalize()")
-        self._buffer += data
-        out: list[bytes] = []
-        start = 0
-        # A chunk is sealed as not-last only once a byte after it is known to exist.
-        while len(self._buffer) - start > self._chunk:
-            out.append(self._seal(self._buffer[start : start + self._chunk], last=False))
-            start += self._chunk
-        del self._buffer[:start]
-        return b"".join(out)
+        return [self._seal(piece, last=False) for piece in self._pieces.feed(data)]
+
+    def update(self, data: Bytes) -> bytes:
+        return b"".join(self.sealed_chunks(data))
 
     def finalize(self) -> bytes:
         if self._done:
             raise ValueError("finalize() twice")
         self._done = True
-        last = self._seal(self._buffer, last=True)
-        self._buffer.clear()
-        return last
+        return self._seal(self._pieces.rest(), last=True)
 
 
 class Opener:
@@ -221,42 +247,36 @@ class Opener:
             raise IntegrityError(f"the data key wrapped for {keypair.address}") from None
         self.envelope = envelope
         self._aead = AESGCM(data_key)
-        self._chunk = envelope.chunk_size + TAG_SIZE
         self._index = 0
-        self._buffer = bytearray()
+        self._pieces = _Pieces(envelope.chunk_size + TAG_SIZE)
         self._done = False
 
-    def _open(self, sealed: bytes | bytearray, *, last: bool) -> bytes:
+    def _open(self, sealed: memoryview | bytearray, *, last: bool) -> bytes:
         nonce = _chunk_nonce(self.envelope.data_nonce, self._index, last=last)
         try:
-            plaintext = self._aead.decrypt(nonce, bytes(sealed), self.envelope.preamble)
+            plaintext = self._aead.decrypt(nonce, sealed, self.envelope.preamble)
         except InvalidTag:
             where = f"chunk {self._index}" + (" (the last)" if last else "")
             raise IntegrityError(where) from None
         self._index += 1
         return plaintext
 
-    def update(self, data: bytes) -> bytes:
+    def opened_chunks(self, data: Bytes) -> list[bytes]:
         if self._done:
             raise ValueError("update() after finalize()")
-        self._buffer += data
-        out: list[bytes] = []
-        start = 0
-        while len(self._buffer) - start > self._chunk:
-            out.append(self._open(self._buffer[start : start + self._chunk], last=False))
-            start += self._chunk
-        del self._buffer[:start]
-        return b"".join(out)
+        return [self._open(piece, last=False) for piece in self._pieces.feed(data)]
+
+    def update(self, data: Bytes) -> bytes:
+        return b"".join(self.opened_chunks(data))
 
     def finalize(self) -> bytes:
         if self._done:
             raise ValueError("finalize() twice")
         self._done = True
-        if len(self._buffer) < TAG_SIZE:
+        rest = self._pieces.rest()
+        if len(rest) < TAG_SIZE:
             raise IntegrityError(f"chunk {self._index} is cut short")
-        last = self._open(self._buffer, last=True)
-        self._buffer.clear()
-        return last
+        return self._open(rest, last=True)
 
 
 _READ = 1024 * 1024
@@ -281,13 +301,13 @@ def seal_stream(
 def _sealed(sealer: Sealer, source: Source) -> Iterator[bytes]:
     yield sealer.preamble
     while block := source.read(_READ):
-        yield sealer.update(block)
+        yield from sealer.sealed_chunks(block)
     yield sealer.finalize()
 
 
 def _payload(opener: Opener, source: Source) -> Iterator[bytes]:
     while block := source.read(_READ):
-        yield opener.update(block)
+        yield from opener.opened_chunks(block)
     yield opener.finalize()
 
 
@@ -316,11 +336,12 @@ def seal_bytes(
     secrets: SealSecrets | None = None,
 ) -> bytes:
     sealer = Sealer(recipients, filename=filename, chunk_size=chunk_size, secrets=secrets)
-    return sealer.preamble + sealer.update(data) + sealer.finalize()
+    return b"".join([sealer.preamble, *sealer.sealed_chunks(data), sealer.finalize()])
 
 
 def open_bytes(data: bytes, keypair: Keypair) -> bytes:
     """The plaintext of a whole file in memory, only if every byte of it is authentic."""
     source = io.BytesIO(data)
     opener = Opener(read_envelope(source), keypair)
-    return b"".join(_payload(opener, source))
+    payload = memoryview(data)[source.tell() :]
+    return b"".join([*opener.opened_chunks(payload), opener.finalize()])

@@ -14,6 +14,7 @@ from fortemi.crypto.encoding import canonical_json
 from fortemi.crypto.envelope import (
     Opener,
     Sealer,
+    SealSecrets,
     open_bytes,
     open_stream,
     seal_bytes,
@@ -167,18 +168,23 @@ def test_a_payload_of_whole_chunks_has_no_empty_final_chunk(people: list[Keypair
     assert open_bytes(sealed, people[0]) == data
 
 
-def test_fed_in_any_pieces_the_sealer_and_opener_agree(people: list[Keypair]) -> None:
+@pytest.mark.parametrize("piece", [1, 37, 63, 64, 65, 200, 1000])
+def test_fed_in_any_pieces_the_sealer_and_opener_give_the_same_bytes(
+    people: list[Keypair], piece: int
+) -> None:
     data = os.urandom(1000)
-    sealer = Sealer([people[0].public], chunk_size=64)
+    secrets = SealSecrets.fresh(1)
+    whole = seal_bytes(data, [people[0].public], chunk_size=64, secrets=secrets)
+    sealer = Sealer([people[0].public], chunk_size=64, secrets=secrets)
     parts = [sealer.preamble]
-    for start in range(0, len(data), 37):
-        parts.append(sealer.update(data[start : start + 37]))
+    for start in range(0, len(data), piece):
+        parts.append(sealer.update(data[start : start + piece]))
     parts.append(sealer.finalize())
-    sealed = b"".join(parts)
-    source = io.BytesIO(sealed)
+    assert b"".join(parts) == whole
+    source = io.BytesIO(whole)
     opener = Opener(read_envelope(source), people[0])
     payload = source.read()
-    plain = [opener.update(payload[i : i + 5]) for i in range(0, len(payload), 5)]
+    plain = [opener.update(payload[i : i + piece]) for i in range(0, len(payload), piece)]
     assert b"".join(plain) + opener.finalize() == data
 
 
