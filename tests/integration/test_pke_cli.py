@@ -225,3 +225,54 @@ def test_encrypt_to_an_address_outside_the_keyring_says_where_it_looked(folder: 
     assert result.returncode == 1
     assert "no public key for" in result.stderr
     assert str(folder / "home" / "pke") in result.stderr
+
+
+def _keygen_on_a_terminal(folder: Path, name: str, answers: list[str]) -> tuple[int, str]:
+    """Run keygen with a pseudo-terminal as its only terminal, typing each answer when
+    asked (getpass flushes what was typed before its prompt)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FORTEMI_")}
+    env["FORTEMI_HOME"] = str(folder / "home")
+    controller, terminal = os.openpty()
+    process = subprocess.Popen(
+        [FORTEMI, "pke", "keygen", "-o", name],
+        cwd=folder,
+        env=env,
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+        start_new_session=True,  # no controlling terminal: getpass uses stdin, the pty
+    )
+    os.close(terminal)
+    seen = b""
+    pending = list(answers)
+    try:
+        while True:
+            try:
+                data = os.read(controller, 1024)
+            except OSError:  # EIO: the program exited and closed the terminal
+                break
+            if not data:
+                break
+            seen += data
+            # Answer each prompt once, when it is complete (it ends with ": ").
+            prompts = seen.count(b"Passphrase")
+            if pending and seen.endswith(b": ") and prompts > len(answers) - len(pending):
+                os.write(controller, pending.pop(0).encode() + b"\n")
+    finally:
+        os.close(controller)
+    return process.wait(), seen.decode(errors="replace")
+
+
+def test_keygen_asks_the_passphrase_twice_on_a_terminal(folder: Path) -> None:
+    code, output = _keygen_on_a_terminal(folder, "erin", [PASSPHRASE, PASSPHRASE])
+    assert code == 0, output
+    assert output.count("Passphrase") == 2
+    assert (folder / "erin.key").exists()
+    assert PASSPHRASE not in output  # not echoed
+
+
+def test_keygen_refuses_two_different_passphrases_on_a_terminal(folder: Path) -> None:
+    code, output = _keygen_on_a_terminal(folder, "frank", [PASSPHRASE, PASSPHRASE + "?"])
+    assert code == 1
+    assert "[passphrase_mismatch]" in output
+    assert not (folder / "frank.key").exists()
