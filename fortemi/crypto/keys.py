@@ -48,6 +48,8 @@ __all__ = [
     "PublicKey",
     "check_passphrase",
     "lock_private_key",
+    "parse_public_key",
+    "public_key_file",
     "read_private_key_file",
     "read_public_key_file",
     "unlock_private_key",
