@@ -11,6 +11,7 @@ from fortemi.cli.admin import add_audit, add_migrate, add_schema, add_token
 from fortemi.cli.ask import add_ask
 from fortemi.cli.serve import add_serve, add_worker
 from fortemi.cli.vault import add_vault
+from fortemi.crypto import commands as pke_commands
 from fortemi.platform.errors import FortemiError
 
 __all__ = ["main"]
@@ -47,6 +48,7 @@ def _parser() -> argparse.ArgumentParser:
         add_schema,
         add_vault,
         add_ask,
+        pke_commands.add_commands,
     ):
         add(commands)
     return parser
