@@ -1,4 +1,4 @@
-"""``fortemi serve | worker | token | migrate | audit | schema | vault | ask``: the edge where
+"""``fortemi serve | worker | token | migrate | audit | schema | vault | ask | pke``: the edge where
 settings are built."""
 
 from __future__ import annotations
