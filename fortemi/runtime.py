@@ -40,6 +40,7 @@ from fortemi.graph.links import LinkService, WikiLinkIndexer
 from fortemi.graph.maintenance.jobs import maintenance_job_type
 from fortemi.graph.maintenance.plan import MaintenanceSettings
 from fortemi.graph.maintenance.service import GraphMaintenance
+from fortemi.graph.tagging.content_type import DetectedContentTypes
 from fortemi.graph.tagging.jobs import ConceptTaggingEnqueuer, concept_tagging_type
 from fortemi.graph.tagging.models import TaggingSettings
 from fortemi.graph.tagging.related import related_concept_inference_type
@@ -199,6 +200,8 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
                 embedder,
                 tagging,
                 followups=reembed if settings.embed_concepts else None,
+                # The cpu tier's content_type concept: the note's detected document type.
+                content_types=DetectedContentTypes(DocumentTypeService(db, chunk_text)),
             )
         )
         registry.register(

@@ -36,6 +36,7 @@ from typing import Any, Final
 from uuid import UUID
 
 from fortemi.graph.events import note_graph_event
+from fortemi.graph.tagging.content_type import ContentTypes, FormatContentTypes
 from fortemi.graph.tagging.cpu import CpuTagger
 from fortemi.graph.tagging.generation import GenerationTagger
 from fortemi.graph.tagging.models import MAX_CONCEPTS, Found, TaggingSettings, carried, merged
@@ -115,9 +116,11 @@ class _TaggingHandler:
         backend: InferenceBackend,
         settings: TaggingSettings,
         followups: ConceptFollowups | None = None,
+        content_types: ContentTypes | None = None,
     ) -> None:
         self._db = db
         self._followups = followups
+        self._content_types = content_types or FormatContentTypes()
         self._vocabulary = vocabulary
         self._backend = backend
         self._settings = settings
@@ -155,7 +158,8 @@ class _TaggingHandler:
     ) -> list[Found]:
         labels = await self._vocabulary.label_index(memory)
         if tier is Tier.CPU:
-            return await self._cpu.propose(note.title, note.content, labels)
+            kind = await self._content_types.path_of(memory, note)
+            return await self._cpu.propose(note.title, note.content, labels, kind)
         if not self._backend.can_generate:
             return []  # configured away since the escalation: _next ends the chain
         level: GenerationTier = "fast" if tier is Tier.FAST_GPU else "standard"
@@ -249,8 +253,13 @@ def concept_tagging_type(
     settings: TaggingSettings | None = None,
     *,
     followups: ConceptFollowups | None = None,
+    content_types: ContentTypes | None = None,
 ) -> JobType:
     """The ``ConceptTagging`` job type: starts on the cpu tier, escalates up (see above);
-    after each write of a note's concepts it enqueues ``followups(memory, note id)``."""
-    handler = _TaggingHandler(db, vocabulary, backend, settings or TaggingSettings(), followups)
+    after each write of a note's concepts it enqueues ``followups(memory, note id)``. The
+    cpu tier names the note's content type with ``content_types`` (default: the note's
+    declared format)."""
+    handler = _TaggingHandler(
+        db, vocabulary, backend, settings or TaggingSettings(), followups, content_types
+    )
     return JobType(name=CONCEPT_TAGGING, tier=Tier.CPU, priority=3, handler=handler, max_attempts=5)
