@@ -34,6 +34,7 @@ from fortemi.auth.policy import AccessDecisionEngine, PolicyService, build_polic
 from fortemi.auth.tokens import TokenValidator
 from fortemi.documents.chunking import CodeChunker
 from fortemi.documents.service import DocumentTypeService
+from fortemi.graph.backfill import GraphBackfill, graph_backfill_type, startup_specs
 from fortemi.graph.linking.jobs import linking_followups, linking_job_type
 from fortemi.graph.linking.service import LinkingSettings, NoteLinker
 from fortemi.graph.links import LinkService, WikiLinkIndexer
@@ -216,6 +217,17 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
         registry.register(
             maintenance_job_type(GraphMaintenance(db, vocabulary, maintenance_settings(settings)))
         )
+        registry.register(graph_backfill_type(GraphBackfill(db, vectors)))
+        if settings.graph_backfill_on_start:
+            memories = MemoryService(db, Migrations(settings.migrations_dir))
+
+            async def sweeps() -> list[JobSpec]:
+                names = [memory.name for memory in await memories.list()]
+                return startup_specs(names, limit=settings.graph_backfill_limit)
+
+            # Notes without their tagging or links (written before the graph, or whose jobs
+            # were lost) get them: one deduplicated sweep per memory at each worker start.
+            registry.on_start(sweeps)
         return registry
 
     return factory

@@ -41,6 +41,7 @@ from fortemi.graph.tagging.cpu import CpuTagger
 from fortemi.graph.tagging.generation import GenerationTagger
 from fortemi.graph.tagging.models import MAX_CONCEPTS, Found, TaggingSettings, carried, merged
 from fortemi.graph.tagging.related import RELATED_CONCEPT_INFERENCE
+from fortemi.graph.tagging.repository import TaggedRepository
 from fortemi.graph.vocabulary.models import MAX_LABEL_CHARS, ConceptProposal
 from fortemi.graph.vocabulary.service import VocabularyService
 from fortemi.inference import GenerationTier, InferenceBackend, InferenceError, outcome_for
@@ -127,6 +128,7 @@ class _TaggingHandler:
         self._cpu = CpuTagger(backend, settings)
         self._generation = GenerationTagger(backend, max_input_chars=settings.max_input_chars)
         self._notes = NoteRepository()
+        self._tagged = TaggedRepository()
 
     async def __call__(self, context: HandlerContext) -> JobOutcome:
         job = context.job
@@ -151,7 +153,7 @@ class _TaggingHandler:
         if not await self._write(context, job.memory, note, concepts):
             return JobOutcome.success({**result, "skipped": "superseded"})
         result.update(found=len(found), concepts=len(concepts))
-        return await self._next(context, job.memory, note_id, len(found), concepts, result)
+        return await self._next(context, job.memory, note, len(found), concepts, result)
 
     async def _propose(
         self, tier: Tier, memory: str, note: Note, prior: list[Found], result: dict[str, Any]
@@ -205,13 +207,14 @@ class _TaggingHandler:
         self,
         context: HandlerContext,
         memory: str,
-        note_id: UUID,
+        note: Note,
         found: int,
         concepts: list[Found],
         result: dict[str, Any],
     ) -> JobOutcome:
         """Escalate when this tier found too little and a higher one exists; else finish
-        the chain and hand the note to related-concept inference."""
+        the chain: mark the note's version tagged (what the backfill sweep reads) and hand
+        the note to related-concept inference."""
         tier = context.job.tier
         below = {
             Tier.CPU: self._settings.cpu_escalate_below,
@@ -232,7 +235,9 @@ class _TaggingHandler:
                 )
         else:
             result["reason"] = "enough_concepts" if below is not None else "top_tier"
-        await context.enqueue(related_spec(memory, note_id))
+        async with self._db.memory_transaction(memory) as conn:
+            await self._tagged.mark(conn, note.id, note.version)
+        await context.enqueue(related_spec(memory, note.id))
         return JobOutcome.success(result)
 
 
