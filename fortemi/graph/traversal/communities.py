@@ -115,15 +115,17 @@ async def assign_communities(
     concepts: ConceptLabels | None,
     *,
     carried: Mapping[UUID, frozenset[UUID]] | None = None,
+    known_labels: Mapping[UUID, str] | None = None,
     labels: bool = True,
     conn: Connection | None = None,
 ) -> NodeColumns:
     """``nodes`` with their community, its label and their confidence filled in.
 
     ``carried``: the nodes' concept ids when the caller has read them already; else they
-    are read here. ``labels`` off leaves every label None and reads no concept at all (the
-    caller asked for none). ``conn``: the caller's transaction in ``memory``, for the
-    vocabulary's reads."""
+    are read here. ``known_labels``: the labels of those concepts, read with them (else
+    the winners' labels are read here). ``labels`` off leaves every label None and reads
+    no concept at all (the caller asked for none). ``conn``: the caller's transaction in
+    ``memory``, for the vocabulary's reads."""
     groups, confidence = partition(nodes.id, edges)
     named: dict[int, str] = {}
     if labels and concepts is not None and len(nodes):
@@ -131,7 +133,11 @@ async def assign_communities(
             carried = await concepts.concept_ids(memory, list(nodes.id), conn=conn)
         winners = _winners(dict(zip(nodes.id, groups, strict=True)), carried)
         if winners:
-            found = await concepts.labels(memory, sorted(set(winners.values())), conn=conn)
+            if known_labels is not None:
+                found: Mapping[UUID, str] = known_labels
+            else:
+                chosen = sorted(set(winners.values()))
+                found = await concepts.labels(memory, chosen, conn=conn)
             named = {group: found[c] for group, c in winners.items() if c in found}
     return NodeColumns(
         id=nodes.id,

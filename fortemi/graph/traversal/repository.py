@@ -56,6 +56,7 @@ from typing import Any
 from uuid import UUID
 
 from fortemi.graph.traversal.models import EdgeColumns, EdgeKind, GraphEdge, NodeColumns
+from fortemi.graph.vocabulary.repository import CONCEPT_LABELS_SQL, NOTE_CONCEPTS_SQL
 from fortemi.platform.database import Connection
 from fortemi.platform.isotext import IsoTimes, iso_text_sql
 from fortemi.platform.notes.models import NoteFilter, NoteVisibility
@@ -192,7 +193,7 @@ nodes AS (
     CROSS JOIN LATERAL unnest(w.frontier) WITH ORDINALITY AS u(id, ord)
     JOIN note ON note.id = u.id
 )
-SELECT last.depth AS reached, last.found, last.cut, last.cut_edges, n.*, e.*
+SELECT last.depth AS reached, last.found, last.cut, last.cut_edges, n.*, e.*{more}
 FROM last
 CROSS JOIN (
     SELECT array_agg(id ORDER BY depth, ord) AS ids,
@@ -246,14 +247,30 @@ def _edge_rows(ids: str, source: str) -> str:
     )
 
 
-def _walk(candidates: str) -> Query:
+# With concepts: the returned notes' concepts and those concepts' preferred labels, as the
+# vocabulary reads them (its SQL, spliced in), after the edge columns.
+_WITH_CONCEPTS = (
+    "CROSS JOIN LATERAL ("
+    + NOTE_CONCEPTS_SQL.replace("{ids}", "last.seen")
+    + ") AS cn\nCROSS JOIN LATERAL ("
+    + CONCEPT_LABELS_SQL.replace("{ids}", "last.seen")
+    + ") AS cl\n"
+)
+
+
+def _walk(candidates: str, *, concepts: bool = False) -> Query:
     # Fixed fragments only: the statements are composed at import from the constants above.
     # The edges among the returned nodes are read in the same statement, from the last
     # level's ``seen``: one round trip for the whole neighbourhood. Its times come as the
     # text the GraphQL response carries (fortemi.platform.isotext): decoding a datetime
-    # and formatting it back was a Python call each, ~750 a neighbourhood.
+    # and formatting it back was a Python call each, ~750 a neighbourhood. With
+    # ``concepts``, the nodes' concepts and their labels (for the communities' labels)
+    # come in the same round trip too, rather than in two more.
+    template = _WALK_TEMPLATE.replace("{more}", ", cn.*, cl.*" if concepts else "")
+    if concepts:
+        template += _WITH_CONCEPTS
     return Query(
-        "".join(("WITH RECURSIVE", _BOUNDS, _WALK_TEMPLATE))
+        "".join(("WITH RECURSIVE", _BOUNDS, template))
         .replace("{candidates}", candidates)
         .replace("{edges}", _edge_rows("last.seen", "last CROSS JOIN "))
         .replace("{created_at}", iso_text_sql("created_at"))
@@ -264,6 +281,8 @@ def _walk(candidates: str) -> Query:
 
 _WALK = _walk(_RANKED_CANDIDATES)
 _WALK_ALL = _walk(_ALL_CANDIDATES)
+_WALK_CONCEPTS = _walk(_RANKED_CANDIDATES, concepts=True)
+_WALK_ALL_CONCEPTS = _walk(_ALL_CANDIDATES, concepts=True)
 
 _EDGES = Query("".join(("WITH", _BOUNDS, "\n", _edge_rows(":ids::uuid[]", ""))))
 
@@ -295,6 +314,9 @@ class WalkResult:
     cut: bool  # maxNodes stopped the walk
     reached: int  # the depth of the last level the walk expanded to
     cut_edges: int  # edges from the frontier into the nodes left out at the cut
+    # With concepts: each returned node's concept ids, and those concepts' labels.
+    concepts: dict[UUID, frozenset[UUID]] | None = None
+    labels: dict[UUID, str] | None = None
 
 
 def _bound(query: Query, visibility: NoteVisibility | None, **values: Any) -> tuple[str, list[Any]]:
@@ -313,8 +335,10 @@ def walk_statement(
     max_edges_per_node: int | None,
     gamma: float,
     visibility: NoteVisibility | None,
+    concepts: bool = False,
 ) -> tuple[str, list[Any]]:
-    """The walk's SQL and arguments (the benchmark runs it raw, beside the API)."""
+    """The walk's SQL and arguments (the benchmark runs it raw, beside the API);
+    ``concepts`` adds the nodes' concepts and their labels to its row."""
     values = {
         "start": start,
         "depth": depth,
@@ -323,8 +347,9 @@ def walk_statement(
         "gamma": gamma,
     }
     if max_edges_per_node is None:
-        return _bound(_WALK_ALL, visibility, **values)
-    return _bound(_WALK, visibility, k=max_edges_per_node, **values)
+        return _bound(_WALK_ALL_CONCEPTS if concepts else _WALK_ALL, visibility, **values)
+    query = _WALK_CONCEPTS if concepts else _WALK
+    return _bound(query, visibility, k=max_edges_per_node, **values)
 
 
 def edges_statement(
@@ -346,8 +371,10 @@ class TraversalRepository:
         max_edges_per_node: int | None,
         gamma: float,
         visibility: NoteVisibility | None,
+        concepts: bool = False,
     ) -> WalkResult | None:
-        """The walk from ``start``; None when the start is absent, deleted or unreadable."""
+        """The walk from ``start``; None when the start is absent, deleted or unreadable.
+        ``concepts``: with the nodes' concept ids and those concepts' labels."""
         sql, args = walk_statement(
             start,
             depth=depth,
@@ -356,6 +383,7 @@ class TraversalRepository:
             max_edges_per_node=max_edges_per_node,
             gamma=gamma,
             visibility=visibility,
+            concepts=concepts,
         )
         row = await conn.fetchrow(sql, *args)
         if row is None:
@@ -365,9 +393,18 @@ class TraversalRepository:
         # and edge: asyncpg decodes them straight into lists, with no record per row, no
         # NULL-padded columns and no transposing; that halved the decoding's CPU.
         reached, found, cut, cut_edges, ids, titles, depths, archived, created, updated = row[:10]
-        edges = row[10:] if row[10] is not None else ([],) * 9
+        edges = row[10:19] if row[10] is not None else ([],) * 9
         sources, targets, kinds, scores, ranks, set_ids, models, computed, bidirectional = edges
         unset = (None,) * len(ids)
+        carried: dict[UUID, frozenset[UUID]] | None = None
+        labels: dict[UUID, str] | None = None
+        if concepts:
+            notes, concept_ids, label_ids, label_texts = (v or [] for v in row[19:23])
+            grouped: dict[UUID, set[UUID]] = {}
+            for note, concept in zip(notes, concept_ids, strict=True):
+                grouped.setdefault(note, set()).add(concept)
+            carried = {note: frozenset(grouped.get(note, ())) for note in ids}
+            labels = dict(zip(label_ids, label_texts, strict=True))
         return WalkResult(
             nodes=NodeColumns(
                 id=ids,
@@ -395,6 +432,8 @@ class TraversalRepository:
             cut=cut,
             reached=reached,
             cut_edges=cut_edges,
+            concepts=carried,
+            labels=labels,
         )
 
     async def links(

@@ -122,6 +122,8 @@ class TraversalService:
                 max_edges_per_node=k,
                 gamma=self._gamma,
                 visibility=visibility,
+                # Community labels need the nodes' concepts: read in the walk's round trip.
+                concepts=concepts is not None,
             )
             if walk is None:
                 raise NotFound(f"No note {start} in this memory", id=str(start))
@@ -157,9 +159,8 @@ class TraversalService:
                     nodes,
                     edges,
                     concepts,
-                    carried=None
-                    if concepts is None
-                    else await concepts.concept_ids(memory, ids, conn=conn),
+                    carried=walk.concepts,
+                    known_labels=walk.labels,
                     labels=labels,
                     conn=conn,
                 )

@@ -26,7 +26,9 @@ from fortemi.platform.sql import Query, Table
 
 __all__ = [
     "CONCEPT",
+    "CONCEPT_LABELS_SQL",
     "LABEL",
+    "NOTE_CONCEPTS_SQL",
     "PREF_LABEL_SQL",
     "RELATION",
     "SCHEME",
@@ -43,9 +45,26 @@ NOTE_CONCEPT = Table("note_concept", NoteConcept)
 # The preferred label of concept ``c``: language-neutral first, then English, then the
 # first language in order; a concept without one (only possible through a bug) shows its id.
 PREF_LABEL_SQL = (
-    "coalesce((SELECT l.label FROM concept_label l WHERE l.concept_id = c.id"
-    " AND l.kind = 'pref' ORDER BY l.lang <> '', l.lang <> 'en', l.lang LIMIT 1), c.id::text)"
+    "coalesce((SELECT pl.label FROM concept_label pl WHERE pl.concept_id = c.id AND pl.kind"
+    " = 'pref' ORDER BY pl.lang <> '', pl.lang <> 'en', pl.lang LIMIT 1), c.id::text)"
 )
+
+# The concepts on the notes of the uuid[] expression ``{ids}`` and the preferred labels of
+# those concepts, as two subqueries answering one row of arrays each, for a statement of
+# another part of the graph to read in its own round trip (the traversal's walk splices
+# them in): ``concept_notes``/``concept_ids`` pair up (a note per concept it carries, by
+# note then concept), ``label_ids``/``labels`` give each concept's preferred label.
+NOTE_CONCEPTS_SQL = """
+SELECT array_agg(nc.note_id ORDER BY nc.note_id, nc.concept_id) AS concept_notes,
+       array_agg(nc.concept_id ORDER BY nc.note_id, nc.concept_id) AS concept_ids
+FROM note_concept nc WHERE nc.note_id = ANY({ids})
+"""
+CONCEPT_LABELS_SQL = """
+SELECT array_agg(c.id ORDER BY c.id) AS label_ids,
+       array_agg({pref} ORDER BY c.id) AS labels
+FROM concept c
+WHERE c.id IN (SELECT nc.concept_id FROM note_concept nc WHERE nc.note_id = ANY({ids}))
+""".replace("{pref}", PREF_LABEL_SQL)
 
 # Serialises every vocabulary write of one memory: creating concepts by label must not race
 # (two taggers would each create "ml"), and hierarchy limits are checked then written.

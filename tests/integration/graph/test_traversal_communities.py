@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import pytest
 
 from fortemi.graph.traversal import GraphRequest, TraversalService
 from fortemi.graph.vocabulary import ConceptProposal, VocabularyService
 from fortemi.platform.database import Connection, Database
+from fortemi.platform.errors import NotFound
 from fortemi.platform.notes import NoteService
 from tests.support.traversal import Link, add_links, add_notes
 
@@ -78,7 +79,7 @@ class _CountingLabels:
         return await self._vocabulary.labels(memory, concept_ids, conn=conn)
 
 
-async def test_communities_and_labels_are_skipped_when_the_caller_asks_for_neither(
+async def test_labels_come_with_the_walk_and_are_skipped_when_the_caller_asks_for_neither(
     db: Database, memory: str, vocabulary: VocabularyService, tagged_notes: NoteService
 ) -> None:
     a, b, c = await add_notes(tagged_notes, memory, ["a", "b", "c"])
@@ -91,18 +92,18 @@ async def test_communities_and_labels_are_skipped_when_the_caller_asks_for_neith
 
     full = await service.neighbourhood(memory, a, request, visibility=None)
     assert {n.community_label for n in full.nodes} == {"Biology"}
-    assert counting.reads == 2  # the nodes' concepts, then the winners' labels
+    # The nodes' concepts and their labels came in the walk's own round trip.
+    assert counting.reads == 0
 
     unlabelled = await service.neighbourhood(memory, a, request, visibility=None, labels=False)
     assert [n.community for n in unlabelled.nodes] == [n.community for n in full.nodes]
     assert {n.community_label for n in unlabelled.nodes} == {None}
-    assert counting.reads == 2
 
     bare = await service.neighbourhood(memory, a, request, visibility=None, communities=False)
     assert {(n.community, n.community_label, n.community_confidence) for n in bare.nodes} == {
         (None, None, None)
     }
-    assert counting.reads == 2
+    assert counting.reads == 0
     # Everything else is the same answer.
     assert [n.id for n in bare.nodes] == [n.id for n in full.nodes]
     assert bare.edges == full.edges
@@ -110,7 +111,7 @@ async def test_communities_and_labels_are_skipped_when_the_caller_asks_for_neith
 
 
 class _FailingLabels:
-    """A vocabulary whose concept read fails after the edges are read."""
+    """A vocabulary whose reads fail: the walk must not need them."""
 
     async def concept_ids(
         self, memory: str, note_ids: Sequence[UUID], *, conn: Connection | None = None
@@ -120,16 +121,22 @@ class _FailingLabels:
     async def labels(
         self, memory: str, concept_ids: Sequence[UUID], *, conn: Connection | None = None
     ) -> dict[UUID, str]:
-        raise AssertionError("never reached")
+        raise RuntimeError("vocabulary unavailable")
 
 
-async def test_a_failing_concept_read_fails_the_request_and_leaves_no_task_behind(
-    db: Database, memory: str, tagged_notes: NoteService
+async def test_the_walk_reads_concepts_and_labels_itself_and_a_failed_walk_leaves_no_task(
+    db: Database, memory: str, tagged_notes: NoteService, vocabulary: VocabularyService
 ) -> None:
     a, b = await add_notes(tagged_notes, memory, ["a", "b"])
     await add_links(db, memory, [Link(a, b, "explicit", 1.0)])
+    for note in (a, b):
+        await vocabulary.tag_note(memory, note, [_concept("Biology")], source="api", actor="t")
     service = TraversalService(db, concepts=_FailingLabels())
+
+    found = await service.neighbourhood(memory, a, GraphRequest(), visibility=None)
+
+    assert {n.community_label for n in found.nodes} == {"Biology"}
     before = asyncio.all_tasks()
-    with pytest.raises(RuntimeError, match="vocabulary unavailable"):
-        await service.neighbourhood(memory, a, GraphRequest(), visibility=None)
-    assert asyncio.all_tasks() <= before
+    with pytest.raises(NotFound):
+        await service.neighbourhood(memory, uuid4(), GraphRequest(), visibility=None)
+    assert asyncio.all_tasks() <= before  # a failed read rolls back inline
