@@ -55,6 +55,7 @@ __all__ = [
     "ConceptLabels",
     "EmbeddingEnqueuer",
     "Followups",
+    "NoteGate",
     "backfill_spec",
     "embedding_job_type",
     "embedding_spec",
@@ -127,6 +128,15 @@ class ConceptLabels(Protocol):
     retrieval knows nothing of it."""
 
     async def for_note(self, conn: Connection, note_id: UUID) -> list[str]: ...
+
+
+class NoteGate(Protocol):
+    """Whether a note's embedding must wait (read in the job's memory transaction): the
+    composition root hands in the documents feature's pending-extraction check. A gated
+    run ends as skipped (``deferred``) and enqueues nothing; whatever holds the note back
+    enqueues its ``Embedding`` job again when it is done."""
+
+    async def __call__(self, conn: Connection, note_id: UUID) -> bool: ...
 
 
 class EmbeddingEnqueuer:
@@ -244,7 +254,9 @@ class _EmbeddingHandler:
         *,
         tier: Tier,
         enrich: bool,
+        gate: NoteGate | None = None,
     ) -> None:
+        self._gate = gate
         self._db = db
         self._backend = backend
         self._chunking = chunking
@@ -279,6 +291,8 @@ class _EmbeddingHandler:
             note = await self._notes.get(conn, note_id)
             if note is None:
                 return JobOutcome.success({"skipped": "note_gone"})
+            if self._gate is not None and await self._gate(conn, note_id):
+                return JobOutcome.success({"skipped": "deferred"})
             chosen, created = await self._sets.ensure_new(
                 conn, model.name, model.dimension, composition
             )
@@ -395,6 +409,7 @@ def embedding_job_type(
     followups: Followups | None = None,
     concepts: ConceptLabels | None = None,
     enrich: bool | None = None,
+    gate: NoteGate | None = None,
 ) -> JobType:
     """The ``Embedding`` job type, embedding with ``backend``'s default model; after each
     successful write it enqueues ``followups(memory, note id, set id)``.
@@ -402,7 +417,8 @@ def embedding_job_type(
     ``concepts`` gives notes' concept paths; ``enrich`` (``FORTEMI_EMBED_CONCEPTS``;
     default: whether ``concepts`` is given) makes the composition include them, which
     makes it another set. With ``concepts`` and ``enrich`` False, paths are still read
-    for a set that includes them and is still answering (the setting just turned off)."""
+    for a set that includes them and is still answering (the setting just turned off).
+    ``gate`` defers a note's run while it says so (see :class:`NoteGate`)."""
     handler = _EmbeddingHandler(
         db,
         backend,
@@ -411,6 +427,7 @@ def embedding_job_type(
         concepts,
         tier=tier,
         enrich=concepts is not None if enrich is None else enrich,
+        gate=gate,
     )
     return JobType(name=EMBEDDING, tier=tier, priority=4, handler=handler, max_attempts=8)
 
