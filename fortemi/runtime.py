@@ -179,7 +179,8 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
         documents = DocumentTypeService(db, chunk_text)
         attachments = attachment_service(settings, db, store, documents, notes)
         registry = JobRegistry()
-        registry.register(purge_note_type(notes))
+        # Purged notes take their attachments' rows along; their blobs go when unused.
+        registry.register(purge_note_type(notes, after=attachments.sweep))
         # Extraction first (priority 6, above Embedding's 4); a note's embedding waits for
         # its pending extractions and is enqueued again by each one that ends.
         registry.register(

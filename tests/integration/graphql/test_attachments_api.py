@@ -151,3 +151,64 @@ async def test_extraction_makes_a_note_findable_by_its_attachment_without_a_new_
     async with runtime.db.memory_transaction(memory) as conn:
         assert await conn.fetchval("SELECT count(*) FROM note_version") == 1
         assert await conn.fetchval("SELECT count(*) FROM attachment_chunk") >= 1
+
+
+async def test_deleting_a_note_hides_its_attachments_and_purging_it_frees_unshared_blobs(
+    client: httpx.AsyncClient, gql: GraphQLCall, user_token: str, memory: str, runtime: Runtime
+) -> None:
+    doomed, keeper = await _note(gql, "doomed"), await _note(gql, "keeper")
+    shared, own = b"kept by the keeper too", b"only the doomed note has these bytes"
+    ids = {}
+    for note_id, name, content in ((doomed, "s.txt", shared), (doomed, "o.txt", own),
+                                   (keeper, "s.txt", shared)):  # fmt: skip
+        response = await upload(
+            client, ATTACH, {"n": note_id}, (name, content, None), token=user_token, memory=memory
+        )
+        ids[(note_id, name)] = response.json()["data"]["attachFile"]["id"]
+    headers = {"Authorization": f"Bearer {user_token}", "X-Fortemi-Memory": memory}
+    own_id = ids[(doomed, "o.txt")]
+    listing = "query($id: ID!) { note(id: $id) { attachments { filename deletedAt } } }"
+
+    assert "errors" not in await gql(
+        "mutation($id: ID!) { deleteNote(id: $id) { id } }", {"id": doomed}
+    )
+    hidden = await gql(listing, {"id": doomed})
+    assert all(a["deletedAt"] for a in hidden["data"]["note"]["attachments"])
+    assert (
+        await client.get(f"/attachments/{attachment_uuid(own_id)}", headers=headers)
+    ).status_code == 404
+
+    await gql("mutation($id: ID!) { restoreNote(id: $id) { id } }", {"id": doomed})
+    back = await gql(listing, {"id": doomed})
+    assert not any(a["deletedAt"] for a in back["data"]["note"]["attachments"])
+
+    await gql("mutation($id: ID!) { deleteNote(id: $id) { id } }", {"id": doomed})
+    purged = await gql("mutation($id: ID!) { purgeNote(id: $id) }", {"id": doomed})
+    assert purged["data"]["purgeNote"] is True
+    store = runtime.services.attachments.store
+    assert not await store.exists(memory, blake3.blake3(own).hexdigest())
+    assert await store.exists(memory, blake3.blake3(shared).hexdigest())
+    kept = await client.get(
+        f"/attachments/{attachment_uuid(ids[(keeper, 's.txt')])}", headers=headers
+    )
+    assert kept.content == shared
+    async with runtime.db.memory_transaction(memory) as conn:
+        assert await conn.fetchval("SELECT count(*) FROM blob") == 1
+
+
+async def test_delete_attachment_removes_it_and_its_blob(
+    client: httpx.AsyncClient, gql: GraphQLCall, user_token: str, memory: str, runtime: Runtime
+) -> None:
+    note_id = await _note(gql)
+    response = await upload(
+        client, ATTACH, {"n": note_id}, ("gone.txt", b"soon gone", None),
+        token=user_token, memory=memory,
+    )  # fmt: skip
+    attachment = response.json()["data"]["attachFile"]
+    body = await gql(
+        "mutation($id: ID!) { deleteAttachment(id: $id) { id } }", {"id": attachment["id"]}
+    )
+    assert body["data"]["deleteAttachment"]["id"] == attachment["id"]
+    assert not await runtime.services.attachments.store.exists(memory, attachment["digest"])
+    again = await gql("query($id: ID!) { attachment(id: $id) { id } }", {"id": attachment["id"]})
+    assert again["data"]["attachment"] is None
