@@ -34,7 +34,11 @@ from fortemi.auth.policy import AccessDecisionEngine, PolicyService, build_polic
 from fortemi.auth.tokens import TokenValidator
 from fortemi.crypto.directory import KeyDirectory
 from fortemi.crypto.service import EncryptionService
-from fortemi.documents.attachments.jobs import PendingExtractions, extraction_job_type
+from fortemi.documents.attachments.jobs import (
+    AttachmentPieces,
+    PendingExtractions,
+    extraction_job_type,
+)
 from fortemi.documents.attachments.service import AttachmentService
 from fortemi.documents.attachments.storage import BlobStore, build_blob_store, staging_dir
 from fortemi.documents.chunking import CodeChunker
@@ -203,6 +207,8 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
                 concepts=ConceptPaths(),
                 enrich=settings.embed_concepts,
                 gate=PendingExtractions(attachments),
+                # A note's vectors cover its extracted attachments too.
+                extra=AttachmentPieces(attachments),
             )
         )
         registry.register(embedding_backfill_type(db, tier=tier))

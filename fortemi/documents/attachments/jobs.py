@@ -34,7 +34,18 @@ from fortemi.documents.service import DocumentTypeService
 from fortemi.platform.database import Connection
 from fortemi.platform.jobs.models import HandlerContext, JobOutcome, JobSpec, JobType, Tier
 
-__all__ = ["ExtractionFollowups", "PendingExtractions", "extraction_job_type"]
+__all__ = [
+    "MAX_EMBEDDED_CHUNKS",
+    "AttachmentPieces",
+    "ExtractionFollowups",
+    "PendingExtractions",
+    "extraction_job_type",
+]
+
+# Attachment chunks a note's vectors cover at most: a 10 MB extraction is thousands of
+# chunks, each an embedding call's worth of work on every change of the note; past this
+# the rest of the text is still found lexically.
+MAX_EMBEDDED_CHUNKS = 200
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +62,18 @@ class PendingExtractions:
 
     async def __call__(self, conn: Connection, note_id: UUID) -> bool:
         return await self._attachments.has_pending(conn, note_id)
+
+
+class AttachmentPieces:
+    """The note's extracted attachment chunks for its ``Embedding`` job (retrieval's
+    ``ExtraPieces``), so a note is found semantically by its files too."""
+
+    def __init__(self, attachments: AttachmentService, limit: int = MAX_EMBEDDED_CHUNKS) -> None:
+        self._attachments = attachments
+        self._limit = limit
+
+    async def __call__(self, conn: Connection, note_id: UUID) -> list[tuple[str, str | None]]:
+        return await self._attachments.chunks_for_embedding(conn, note_id, self._limit)
 
 
 def _reason_code(reason: str | None, fallback: str) -> str:

@@ -61,6 +61,14 @@ SELECT :id, c.ordinal, c.text, c.start_offset, c.end_offset, c.heading
 FROM unnest(:ordinals::int[], :texts::text[], :starts::int[], :ends::int[], :headings::text[])
     AS c(ordinal, text, start_offset, end_offset, heading)
 """)
+# A live note's attachment chunks, in the order the note's attachment text has them.
+_NOTE_CHUNKS = Query("""
+SELECT c.text, c.heading, a.filename
+FROM attachment a JOIN attachment_chunk c ON c.attachment_id = a.id
+WHERE a.note_id = :note_id AND a.extraction_status = 'done' AND a.deleted_at IS NULL
+ORDER BY a.created_at, a.id, c.ordinal
+LIMIT :limit
+""")
 _DELETE = Query("DELETE FROM attachment WHERE id = :id RETURNING blob_digest")
 # Blobs no attachment names any more, locked so that a concurrent attach of the same bytes
 # (which inserts its attachment row first, then finds the blob row) waits for the sweep.
@@ -152,6 +160,13 @@ class AttachmentRepository:
             headings=[c.heading for c in chunks],
         )
         await conn.execute(_INSERT_CHUNKS.sql, *args)
+
+    async def note_chunks(
+        self, conn: Connection, note_id: UUID, limit: int
+    ) -> list[tuple[str, str | None, str]]:
+        """(text, heading, filename) of the note's attachment chunks, at most ``limit``."""
+        rows = await conn.fetch(_NOTE_CHUNKS.sql, *_NOTE_CHUNKS.args(note_id=note_id, limit=limit))
+        return [(r["text"], r["heading"], r["filename"]) for r in rows]
 
     async def delete(self, conn: Connection, attachment_id: UUID) -> str | None:
         digest: str | None = await conn.fetchval(_DELETE.sql, *_DELETE.args(id=attachment_id))

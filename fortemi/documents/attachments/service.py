@@ -335,6 +335,14 @@ class AttachmentService:
         async with self._db.memory_transaction(memory) as conn:
             return await self._repo.references(conn, digest)
 
+    async def chunks_for_embedding(
+        self, conn: Connection, note_id: UUID, limit: int
+    ) -> list[tuple[str, str | None]]:
+        """The note's attachment chunks as (text, heading) for its vectors, each headed by
+        its file's name (in the caller's transaction)."""
+        found = await self._repo.note_chunks(conn, note_id, limit)
+        return [(text, f"{name} > {heading}" if heading else name) for text, heading, name in found]
+
     async def has_pending(self, conn: Connection, note_id: UUID) -> bool:
         """Whether the note waits for an extraction (in the caller's transaction)."""
         return await self._repo.has_pending(conn, note_id)

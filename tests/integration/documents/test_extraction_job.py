@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from fortemi.documents.attachments.jobs import PendingExtractions, extraction_job_type
+from fortemi.documents.attachments.jobs import (
+    AttachmentPieces,
+    PendingExtractions,
+    extraction_job_type,
+)
 from fortemi.documents.attachments.models import Attachment
 from fortemi.documents.attachments.service import AttachmentService
 from fortemi.documents.extraction.base import (
@@ -157,14 +161,26 @@ async def test_a_note_with_a_pending_extraction_has_its_embedding_deferred(
     backend = LocalEmbeddingBackend()
     try:
         job_type = embedding_job_type(
-            db, backend, Chunking(), tier=Tier.CPU, gate=PendingExtractions(attachments)
+            db,
+            backend,
+            Chunking(),
+            tier=Tier.CPU,
+            gate=PendingExtractions(attachments),
+            extra=AttachmentPieces(attachments),
         )
         stored = await _attach(attachments, memory, note_id, "later.txt", b"words to read")
         deferred = await run_embedding(job_type, memory, note_id)
         assert deferred.result == {"skipped": "deferred"}
         await _extract(attachments, documents, memory, stored)
         embedded = await run_embedding(job_type, memory, note_id)
-        assert embedded.kind == "success"
-        assert "skipped" not in (embedded.result or {})
+        assert embedded.result == {"chunks": 2, "embedded": 2}
+        async with db.memory_transaction(memory) as conn:
+            rows = await conn.fetch(
+                "SELECT text, heading FROM chunk WHERE note_id = $1 ORDER BY ordinal", note_id
+            )
+        assert [(r["text"], r["heading"]) for r in rows][1] == ("words to read", "later.txt")
+        # Unchanged note and attachments: nothing is cut or embedded again.
+        again = await run_embedding(job_type, memory, note_id)
+        assert again.result == {"chunks": 2, "embedded": 0}
     finally:
         await backend.aclose()
