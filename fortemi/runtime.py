@@ -50,7 +50,11 @@ from fortemi.graph.links import LinkService, WikiLinkIndexer
 from fortemi.graph.maintenance.jobs import maintenance_job_type
 from fortemi.graph.maintenance.plan import MaintenanceSettings
 from fortemi.graph.maintenance.service import GraphMaintenance
-from fortemi.graph.tagging.jobs import ConceptTaggingEnqueuer, concept_tagging_type
+from fortemi.graph.tagging.jobs import (
+    ConceptTaggingEnqueuer,
+    concept_tagging_type,
+    tagging_spec,
+)
 from fortemi.graph.tagging.models import TaggingSettings
 from fortemi.graph.tagging.related import related_concept_inference_type
 from fortemi.graph.traversal import TraversalService
@@ -192,7 +196,10 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
                 attachments,
                 documents,
                 extractor,
-                followups=lambda memory, note_id: [embedding_spec(memory, note_id, tier)],
+                followups=lambda memory, note_id: [
+                    embedding_spec(memory, note_id, tier),
+                    tagging_spec(memory, note_id),
+                ],
             )
         )
         registry.register(webhook_delivery_type(db, box, delivery))
@@ -227,6 +234,7 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
                 embedder,
                 tagging,
                 followups=reembed if settings.embed_concepts else None,
+                gate=PendingExtractions(attachments),
             )
         )
         registry.register(
