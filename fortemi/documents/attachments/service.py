@@ -279,6 +279,10 @@ class AttachmentService:
             await self.store.delete(memory, digest)
         return digests
 
+    async def forget_memory(self, memory: str) -> None:
+        """Remove a deleted memory's blobs from the store (its rows went with its schema)."""
+        await self.store.delete_memory(memory)
+
     # -- extraction results ----------------------------------------------------------------
 
     async def detection_of(self, memory: str, attachment: Attachment) -> Detection:

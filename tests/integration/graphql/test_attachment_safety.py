@@ -232,3 +232,12 @@ async def test_a_download_of_an_id_that_is_no_attachment_is_not_found(
 ) -> None:
     response = await client.get("/attachments/not-an-id", headers=_headers(user_token, memory))
     assert response.status_code == 404
+
+
+async def test_a_file_variable_sent_as_json_is_refused_with_how_to_send_it(
+    gql: GraphQLCall,
+) -> None:
+    note_id = await _note(gql)
+    body = await gql(ATTACH, {"n": note_id, "file": "aGVsbG8="})
+    assert error_codes(body) == ["BAD_USER_INPUT"]
+    assert "multipart" in body["errors"][0]["message"]
