@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 from uuid import UUID
 
@@ -175,8 +176,6 @@ def extraction_job_type(
 
 
 def _with(extracted: Extracted, *, text: str, truncated: bool) -> Extracted:
-    from dataclasses import replace
-
     return replace(
         extracted, text=text, metadata={**extracted.metadata, "text_truncated": truncated}
     )
