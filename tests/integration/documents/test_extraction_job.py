@@ -202,3 +202,22 @@ async def test_a_note_with_a_pending_extraction_has_its_tagging_deferred(
         assert outcome.result == {"skipped": "deferred"}
     finally:
         await backend.aclose()
+
+
+async def test_files_nested_past_the_depth_limit_are_not_attached(
+    attachments: AttachmentService, documents: DocumentTypeService, memory: str, note_id: UUID
+) -> None:
+    current = await _attach(attachments, memory, note_id, "mail.eml", b"From: a@b\n\nhi")
+    results = []
+    for _ in range(3):  # the message, its attachment, that one's: depth 0, 1, 2
+        outcome = await _extract(attachments, documents, memory, current, _MailTwin())
+        results.append(outcome.result or {})
+        found = [
+            a for a in await attachments.for_note(memory, note_id) if a.extracted_from == current.id
+        ]
+        if not found:
+            break
+        current = found[0]
+    assert [len(r.get("children", [])) for r in results] == [1, 1, 0]
+    assert results[-1]["children_dropped"] == 1
+    assert len(await attachments.for_note(memory, note_id)) == 3
