@@ -119,7 +119,10 @@ class ImageAdapter:
                 metadata,
             )
         run.check("before the description")
-        description = self._vision.read_image(_sendable(image, data), DESCRIBE_PROMPT)
+        try:
+            description = self._vision.read_image(_sendable(image, data), DESCRIBE_PROMPT)
+        except Unavailable as exc:  # the service's failure; what Pillow read is kept
+            raise Unavailable(exc.code, exc.detail, metadata) from exc
         metadata["described_by"] = self._vision.model
         return Read(description, metadata)
 

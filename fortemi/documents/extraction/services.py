@@ -45,16 +45,17 @@ class OllamaImageReader:
     def __init__(self, host: str, model: str, *, timeout_seconds: float = 120.0) -> None:
         self.host = host
         self.model = model
-        self._client = ollama.Client(
-            host, timeout=httpx.Timeout(timeout_seconds, connect=min(timeout_seconds, 10.0))
-        )
+        self._timeout = httpx.Timeout(timeout_seconds, connect=min(timeout_seconds, 10.0))
 
     def read_image(self, image: bytes, prompt: str) -> str:
         encoded = base64.b64encode(image).decode("ascii")
         try:
-            answer = self._client.generate(
-                model=self.model, prompt=prompt, images=[encoded], options={"temperature": 0}
-            )
+            # A client per call: a model's answer takes seconds, a connection microseconds,
+            # and nothing is left open between extractions.
+            with ollama.Client(self.host, timeout=self._timeout) as client:
+                answer = client.generate(
+                    model=self.model, prompt=prompt, images=[encoded], options={"temperature": 0}
+                )
         except ollama.ResponseError as exc:
             raise Unavailable(
                 "service_error", f"Ollama answered {exc.status_code} for {self.model}: {exc.error}"
