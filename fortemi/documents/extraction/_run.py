@@ -10,7 +10,6 @@ takes its job's worker down.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,7 +33,6 @@ __all__ = [
 ]
 
 PREVIEW_CHARS = 280
-_SPACES = re.compile(r"\s+")
 
 
 class AdapterError(Exception):
@@ -174,7 +172,7 @@ def _original_replacements(data: bytes, encoding: str) -> int:
 
 def preview_of(text: str) -> str | None:
     """A short excerpt for lists: the first words, whitespace collapsed."""
-    flat = _SPACES.sub(" ", text[: PREVIEW_CHARS * 4]).strip()
+    flat = " ".join(text[: PREVIEW_CHARS * 4].split())
     if not flat:
         return None
     return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1].rstrip() + "…"

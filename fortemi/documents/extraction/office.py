@@ -82,6 +82,9 @@ def _docx(data: bytes, sink: TextSink, run: Run) -> dict[str, Any]:
         blocks = list(document.iter_inner_content())
     except Exception as exc:  # python-docx raises zip, XML and key errors alike
         raise corrupt("Word", exc) from exc
+    # Paragraph.style looks the style up in styles.xml on every call (quadratic on long
+    # documents); the names are read once and each paragraph's style id looked up here.
+    names = {style.style_id: style.name for style in document.styles}
     paragraphs = tables = 0
     for number, block in enumerate(blocks):
         if number % 200 == 0:
@@ -95,7 +98,7 @@ def _docx(data: bytes, sink: TextSink, run: Run) -> dict[str, Any]:
         if not text:
             continue
         paragraphs += 1
-        style = block.style.name if block.style is not None else ""
+        style = names.get(block._p.style or "", "")  # the paragraph's w:pStyle id
         heading = _HEADING.match(style or "")
         if heading:
             text = "#" * int(heading[1]) + " " + text

@@ -9,10 +9,7 @@ with ``script``, ``style``, ``nav``, ``header``, ``footer`` and ``aside`` remove
 
 from __future__ import annotations
 
-import re
 from typing import Any
-
-import yaml
 
 from fortemi.documents.extraction._run import Read, Run
 from fortemi.documents.extraction.base import Health
@@ -21,43 +18,42 @@ from fortemi.documents.models import Detection
 
 __all__ = ["HtmlAdapter", "html_to_text"]
 
-_FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---\n", re.DOTALL)
-_KEPT = ("title", "author", "date", "sitename", "language")
-
 _CHROME = ("script", "style", "noscript", "template", "nav", "header", "footer", "aside",
            "form", "svg")  # fmt: skip
 
 
 def html_to_text(html: str) -> tuple[str, dict[str, Any]]:
-    """The main content of ``html`` as markdown, and the page's title and metadata."""
+    """The main content of ``html`` as markdown, and the page's title."""
     import trafilatura
 
+    # trafilatura's own metadata extraction (dates, authors, site names by heuristics)
+    # took more time than the content itself; the title is read from <title>.
     markdown = trafilatura.extract(
-        html, output_format="markdown", with_metadata=True, include_tables=True,
-        include_comments=False, include_links=False,
+        html, output_format="markdown", include_tables=True, include_comments=False,
+        include_links=False,
     )  # fmt: skip
-    metadata: dict[str, Any] = {}
-    text = ""
-    if markdown:
-        text = markdown
-        front = _FRONT_MATTER.match(markdown)
-        if front is not None:  # trafilatura heads its markdown with the page's metadata
-            text = markdown[front.end() :]
-            try:
-                found = yaml.safe_load(front[1])
-            except yaml.YAMLError:
-                found = None
-            if isinstance(found, dict):
-                metadata = {k: str(found[k]) for k in _KEPT if found.get(k)}
-        text = text.strip()
+    text = (markdown or "").strip()
+    method = "main_content"
+    title = None
     if not text:
         text, title = _body_text(html)
-        metadata["method"] = "body"
-        if title and "title" not in metadata:
-            metadata["title"] = title
+        method = "body"
     else:
-        metadata["method"] = "main_content"
+        title = _title(html)
+    metadata: dict[str, Any] = {"method": method}
+    if title:
+        metadata["title"] = title
     return text, metadata
+
+
+def _title(html: str) -> str | None:
+    import lxml.html
+
+    try:
+        found = lxml.html.document_fromstring(html).findtext(".//title")
+    except Exception:  # lxml rejects empty or control-character-only documents
+        return None
+    return " ".join((found or "").split()) or None
 
 
 def _body_text(html: str) -> tuple[str, str | None]:

@@ -23,7 +23,7 @@ def test_an_article_page_gives_its_main_content_without_navigation() -> None:
     assert "Navigation entry one" not in found.text
     assert "Shop the sale" not in found.text
     assert "Example footer" not in found.text
-    assert found.metadata["method"] == "main_content"
+    assert found.metadata == {"method": "main_content", "title": "Site - Tides", "truncated": False}
 
 
 def test_a_fragment_too_small_for_an_article_falls_back_to_its_body_text() -> None:
