@@ -34,7 +34,15 @@ from fortemi.auth.policy import AccessDecisionEngine, PolicyService, build_polic
 from fortemi.auth.tokens import TokenValidator
 from fortemi.crypto.directory import KeyDirectory
 from fortemi.crypto.service import EncryptionService
+from fortemi.documents.attachments.jobs import (
+    AttachmentPieces,
+    PendingExtractions,
+    extraction_job_type,
+)
+from fortemi.documents.attachments.service import AttachmentService
+from fortemi.documents.attachments.storage import BlobStore, build_blob_store, staging_dir
 from fortemi.documents.chunking import CodeChunker
+from fortemi.documents.extraction.library import LibraryExtractor
 from fortemi.documents.service import DocumentTypeService
 from fortemi.graph.linking.jobs import linking_followups, linking_job_type
 from fortemi.graph.linking.service import LinkingSettings, NoteLinker
@@ -160,6 +168,8 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
         max_attempts=settings.webhook_max_attempts,
     )
     tagging = TaggingSettings.from_settings(settings)
+    store = build_blob_store(settings)
+    extractor = LibraryExtractor.from_settings(settings)
 
     def factory(db: Database) -> JobRegistry:
         notes = NoteService(
@@ -170,8 +180,21 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
         )
         embedder = backend or build_backend(settings)
         tier = embedding_tier(embedder)
+        documents = DocumentTypeService(db, chunk_text)
+        attachments = attachment_service(settings, db, store, documents, notes)
         registry = JobRegistry()
-        registry.register(purge_note_type(notes))
+        # Purged notes take their attachments' rows along; their blobs go when unused.
+        registry.register(purge_note_type(notes, after=attachments.sweep))
+        # Extraction first (priority 6, above Embedding's 4); a note's embedding waits for
+        # its pending extractions and is enqueued again by each one that ends.
+        registry.register(
+            extraction_job_type(
+                attachments,
+                documents,
+                extractor,
+                followups=lambda memory, note_id: [embedding_spec(memory, note_id, tier)],
+            )
+        )
         registry.register(webhook_delivery_type(db, box, delivery))
         registry.register(
             embedding_job_type(
@@ -183,6 +206,9 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
                 # Tag-enriched embedding: the composition includes concept paths.
                 concepts=ConceptPaths(),
                 enrich=settings.embed_concepts,
+                gate=PendingExtractions(attachments),
+                # A note's vectors cover its extracted attachments too.
+                extra=AttachmentPieces(attachments),
             )
         )
         registry.register(embedding_backfill_type(db, tier=tier))
@@ -218,6 +244,27 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
         return registry
 
     return factory
+
+
+def attachment_service(
+    settings: Settings,
+    db: Database,
+    store: BlobStore,
+    documents: DocumentTypeService,
+    notes: NoteService,
+    jobs: JobService | None = None,
+    dispatch: Callable[[Any], Awaitable[None]] | None = None,
+) -> AttachmentService:
+    return AttachmentService(
+        db,
+        store,
+        documents,
+        notes,
+        jobs,
+        staging=staging_dir(settings),
+        max_upload_bytes=settings.max_upload_bytes,
+        dispatch=dispatch,
+    )
 
 
 @dataclass
@@ -368,6 +415,10 @@ def _build_services(parts: _Parts) -> Services:
         ],
     )
     links = LinkService(db, max_links=settings.max_list_items)
+    documents = DocumentTypeService(db, chunk_text)
+    attachments = attachment_service(
+        settings, db, build_blob_store(settings), documents, notes, jobs, wakeups.dispatch_all
+    )
     scoped = ScopedRetrieval(db, backend, concepts=settings.embed_concepts)
     planner = RetrievalPlanner(
         scoped,
@@ -401,7 +452,8 @@ def _build_services(parts: _Parts) -> Services:
         ),
         events=events,
         vocabulary=vocabulary,
-        documents=DocumentTypeService(db, chunk_text),
+        documents=documents,
+        attachments=attachments,
         keys=keys,
         encryption=EncryptionService(keys),
     )

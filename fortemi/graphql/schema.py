@@ -31,6 +31,7 @@ from strawberry.types import ExecutionContext, ExecutionResult
 from strawberry.types.execution import PreExecutionError
 
 from fortemi.graphql.answers import AnswerQuery, AnswerSubscription
+from fortemi.graphql.attachments import AttachmentMutation, AttachmentQuery
 from fortemi.graphql.audit import AuditQuery, AuditSubscription
 from fortemi.graphql.documents import DocumentTypeMutation, DocumentTypeQuery
 from fortemi.graphql.errors import VariableValuesError, render_errors
@@ -83,6 +84,7 @@ Query = merge_types(
         MaintenanceQuery,
         VaultLinkQuery,
         DocumentTypeQuery,
+        AttachmentQuery,
         KeyQuery,
     ),
 )
@@ -99,6 +101,7 @@ Mutation = merge_types(
         MaintenanceMutation,
         VaultSyncMutation,
         DocumentTypeMutation,
+        AttachmentMutation,
         KeyMutation,
     ),
 )

@@ -332,10 +332,26 @@ class Settings(BaseSettings):
         default=1.0, gt=0.0, le=10.0, description="Louvain resolution (higher: more communities)"
     )
 
+    # -- attachments: where their bytes are kept --------------------------------------
+    blob_store: Literal["local", "s3"] = Field(
+        default="local", description="local: files under FORTEMI_HOME/blobs; s3: an object store"
+    )
+    s3_bucket: str | None = None
+    s3_prefix: str = Field(default="", description="Key prefix inside the bucket")
+    s3_endpoint_url: str | None = Field(
+        default=None, description="An S3-compatible endpoint (MinIO, Ceph); unset: AWS"
+    )
+    s3_region: str | None = None
+    s3_access_key_id: SecretStr | None = None
+    s3_secret_access_key: SecretStr | None = None
+
     # -- limits ------------------------------------------------------------------------
     max_note_bytes: int = Field(default=1_048_576, ge=1)
     max_request_bytes: int = Field(default=8 * 1_048_576, ge=1024)
     max_upsert_batch: int = Field(default=500, ge=1)
+    max_upload_bytes: int = Field(
+        default=50 * 1_048_576, ge=1, description="Largest file an upload may attach"
+    )
     max_page_size: int = Field(default=100, ge=1)
     max_query_depth: int = Field(default=12, ge=1)
     max_aliases: int = Field(default=30, ge=1)

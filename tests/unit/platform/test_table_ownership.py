@@ -71,7 +71,7 @@ OWNERS: Mapping[str, tuple[str, ...]] = {
         ),
         _LINK_GRAPH,
     ),
-    "document_type": ("documents",),
+    **dict.fromkeys(("document_type", "blob", "attachment", "attachment_chunk"), ("documents",)),
 }
 # Read by every feature: the notes are the platform's core domain (DESIGN.md: features
 # stand on platform), and a link, a chunk or a concept is always some note's.
