@@ -10,15 +10,15 @@ deleted unless the shard's is deleted too: an import never revives a tombstone.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 
 from fortemi.documents.shards.archive import Limits, ShardReader
-from fortemi.documents.shards.components import Table, table_named
+from fortemi.documents.shards.components import table_named
 from fortemi.documents.shards.manifest import refused
+from fortemi.documents.shards.repository import advance_identity, insert_rows
 from fortemi.platform.database import Connection, Database
 from fortemi.platform.errors import Conflict
 
@@ -26,29 +26,6 @@ __all__ = ["POLICIES", "apply_shard"]
 
 POLICIES = ("error", "skip", "replace", "merge")
 _BATCH = 1000
-
-
-def insert_sql(table: Table, columns: list[str], policy: str) -> str:
-    cols = ", ".join(f'"{c}"' for c in columns)
-    override = " OVERRIDING SYSTEM VALUE" if table.identity in columns else ""
-    sql = (
-        f"INSERT INTO {table.name} AS t ({cols}){override} SELECT {cols} "  # noqa: S608 - registry names
-        f"FROM jsonb_populate_recordset(NULL::{table.name}, $1::text::jsonb)"
-    )
-    target = ", ".join(f'"{c}"' for c in table.conflict_target)
-    if policy == "error":
-        return sql
-    updates = [c for c in columns if c not in table.key and c != table.identity]
-    if policy == "skip" or table.history or not updates or (policy == "merge" and not table.newer):
-        return f"{sql} ON CONFLICT ({target}) DO NOTHING"
-    guards = []
-    if table.tombstone:
-        guards.append(f't."{table.tombstone}" IS NULL OR excluded."{table.tombstone}" IS NOT NULL')
-    if policy == "merge":
-        guards.append(f't."{table.newer}" < excluded."{table.newer}"')
-    where = " WHERE " + " AND ".join(f"({g})" for g in guards) if guards else ""
-    sets = ", ".join(f'"{c}" = excluded."{c}"' for c in updates)
-    return f"{sql} ON CONFLICT ({target}) DO UPDATE SET {sets}{where}"
 
 
 async def apply_shard(
@@ -75,7 +52,7 @@ async def apply_shard(
         for name in written:
             table = table_named(name)
             if table is not None and table.identity:
-                await _advance_identity(conn, table.name, table.identity)
+                await advance_identity(conn, table.name, table.identity)
     return written
 
 
@@ -91,7 +68,7 @@ async def _write(
     if table is None or not batch:
         return
     try:
-        status = await conn.execute(insert_sql(table, columns, policy), json.dumps(batch))
+        count = await insert_rows(conn, table, columns, policy, batch)
     except asyncpg.UniqueViolationError as exc:
         raise Conflict(
             f"A {name} row of the shard collides with one of the memory "
@@ -102,19 +79,4 @@ async def _write(
         raise refused(
             "shard_bad_row", f"A {name} row of the shard is refused by the memory: {exc}"
         ) from exc
-    written[name] = written.get(name, 0) + int(status.rsplit(" ", 1)[-1])
-
-
-async def _advance_identity(conn: Connection, table: str, column: str) -> None:
-    """Moves the identity sequence past the ids imported with OVERRIDING SYSTEM VALUE,
-    so rows made later never collide with them; never moves it back."""
-    # Table and column are the registry's names, never input.
-    await conn.execute(
-        "SELECT setval(s.seq, m.top) "  # noqa: S608 - registry names
-        "FROM (SELECT pg_get_serial_sequence($1, $2)::regclass AS seq) s, "
-        f'(SELECT max("{column}") AS top FROM {table}) m '
-        "WHERE m.top IS NOT NULL AND m.top > COALESCE((SELECT q.last_value FROM pg_sequences q "
-        "WHERE format('%I.%I', q.schemaname, q.sequencename)::regclass = s.seq), 0)",
-        table,
-        column,
-    )
+    written[name] = written.get(name, 0) + count

@@ -13,6 +13,7 @@ compression is the same zlib, which keeps the benchmark's ratio about the format
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import hashlib
 import io
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import IO
 
-from fortemi.documents.shards.components import COMPONENTS, Component, Table
+from fortemi.documents.shards.components import COMPONENTS, Component
 from fortemi.documents.shards.manifest import (
     FORMAT,
     MANIFEST_NAME,
@@ -34,13 +35,13 @@ from fortemi.documents.shards.manifest import (
     Manifest,
     TableEntry,
 )
+from fortemi.documents.shards.repository import count_rows, row_texts, stored_columns
 from fortemi.platform.database import Connection, Database
 from fortemi.platform.errors import BadUserInput
 
-__all__ = ["ExportOptions", "export_shard", "stored_columns"]
+__all__ = ["ExportOptions", "export_shard"]
 
 SPOOL_BYTES = 16 * 1024 * 1024
-_FETCH = 2000
 _COMPRESS_LEVEL = 6  # zlib's default, as pg_dump's
 
 
@@ -49,17 +50,6 @@ class ExportOptions:
     profile: str = "full-v1"
     vectors: bool = True  # full-v1: chunks and vectors (recomputable) travel too
     producer: str = "fortemi"
-
-
-async def stored_columns(conn: Connection, table: str) -> list[str]:
-    """The columns of ``table`` in the memory's schema that hold data (not generated)."""
-    rows = await conn.fetch(
-        "SELECT attname FROM pg_attribute "
-        "WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped "
-        "AND attgenerated = '' ORDER BY attnum",
-        table,
-    )
-    return [r["attname"] for r in rows]
 
 
 def _carried(component: Component, options: ExportOptions) -> bool:
@@ -102,7 +92,8 @@ async def export_shard(
             components=[entry for entry, _ in spools],
             loss=loss,
         )
-        _write_tar(sink, manifest, spools)
+        # Compression is CPU work: off the event loop.
+        await asyncio.to_thread(_write_tar, sink, manifest, spools)
         return manifest
     finally:
         for _, spool in spools:
@@ -123,8 +114,8 @@ async def _spool(
         kept = [c for c in columns if c not in dropped]
         count = 0
         prefix = b'{"table":' + json.dumps(table.name).encode() + b',"row":'
-        async for record in conn.cursor(_select(table, kept), prefetch=_FETCH):
-            line = prefix + record[0].encode() + b"}\n"
+        async for text in row_texts(conn, table, kept):
+            line = prefix + text.encode() + b"}\n"
             spool.write(line)
             digest.update(line)
             size += len(line)
@@ -142,26 +133,13 @@ async def _spool(
     return entry, spool
 
 
-def _select(table: Table, columns: list[str]) -> str:
-    # Table and column names come from the registry and the catalogue, never from input.
-    pairs = ", ".join(f"'{c}', t.\"{c}\"" for c in columns)
-    order = ", ".join(f"t.{c}" for c in table.key)
-    return f"SELECT jsonb_build_object({pairs})::text FROM {table.name} AS t ORDER BY {order}"  # noqa: S608 - registry and catalogue names
-
-
-async def _count(conn: Connection, table: str, where: str | None = None) -> int:
-    # Both are fixed strings of the registry.
-    sql = f"SELECT count(*) FROM {table}" + (f" WHERE {where}" if where else "")  # noqa: S608
-    return int(await conn.fetchval(sql))
-
-
 async def _column_losses(conn: Connection, component: Component, profile: str) -> list[LossEntry]:
     return [
         LossEntry(
             code=loss.code,
             component=component.name,
             table=table.name,
-            rows=await _count(conn, table.name, loss.when),
+            rows=await count_rows(conn, table.name, loss.when),
             description=loss.description,
         )
         for table in component.tables
@@ -180,7 +158,7 @@ async def _component_losses(
             code=code,
             component=component.name,
             table=table.name,
-            rows=await _count(conn, table.name),
+            rows=await count_rows(conn, table.name),
             description=f"{component.description}: not carried by {options.profile}"
             + (" without vectors" if code == "vectors-omitted" else ""),
         )

@@ -9,7 +9,7 @@ and counts the rows whose key the memory already holds (the conflicts).
 
 from __future__ import annotations
 
-import json
+import asyncio
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,13 +17,12 @@ from typing import Any
 
 from fortemi.documents.shards.archive import Limits, ShardReader
 from fortemi.documents.shards.components import Table, table_named
-from fortemi.documents.shards.export import stored_columns
 from fortemi.documents.shards.manifest import Manifest, refused
+from fortemi.documents.shards.repository import conflicts, dangling, stored_columns
 from fortemi.platform.database import Connection, Database
 
 __all__ = ["Plan", "validate"]
 
-_BATCH = 5000
 Key = tuple[Any, ...]
 
 
@@ -42,8 +41,34 @@ def _key(table: Table, values: dict[str, Any], columns: tuple[str, ...]) -> Key 
 
 
 async def validate(db: Database, memory: str, path: Path, limits: Limits) -> Plan:
+    # Reading, hashing and parsing the archive is CPU and file work: off the event loop.
+    manifest, keys, wanted = await asyncio.to_thread(_scan, path, limits)
+    plan = Plan(manifest, incoming={t: len(k) for t, k in keys.items()})
+    async with db.memory_transaction(memory) as conn:
+        await _check_columns(conn, manifest)
+        for (target, columns), names in wanted.items():
+            missing = await dangling(conn, target, columns, names - keys[target])
+            if missing is not None:
+                named = ", ".join(str(missing[c]) for c in columns)
+                raise refused(
+                    "shard_dangling_reference",
+                    f"The shard refers to {target} {named}, which is neither in the shard "
+                    "nor in the memory",
+                )
+        for name, table_keys in keys.items():
+            table = table_named(name)
+            if table is not None:
+                plan.conflicts[name] = await conflicts(conn, table, table_keys)
+    return plan
+
+
+Wanted = dict[tuple[str, tuple[str, ...]], set[Key]]
+
+
+def _scan(path: Path, limits: Limits) -> tuple[Manifest, dict[str, set[Key]], Wanted]:
+    """Pass one over the archive: every row's key, and the keys its references name."""
     keys: dict[str, set[Key]] = defaultdict(set)
-    wanted: dict[tuple[str, tuple[str, ...]], set[Key]] = defaultdict(set)
+    wanted: Wanted = defaultdict(set)
     with ShardReader(path, limits) as reader:
         manifest = reader.manifest
         if manifest is None:  # pragma: no cover - __enter__ reads it or raises
@@ -63,16 +88,7 @@ async def validate(db: Database, memory: str, path: Path, limits: Limits) -> Pla
                 named = _key(table, row.values, ref.columns)
                 if named is not None:
                     wanted[(ref.table, ref.target)].add(named)
-    plan = Plan(manifest, incoming={t: len(k) for t, k in keys.items()})
-    async with db.memory_transaction(memory) as conn:
-        await _check_columns(conn, manifest)
-        for (target, columns), names in wanted.items():
-            await _check_references(conn, target, columns, names - keys[target])
-        for name, table_keys in keys.items():
-            table = table_named(name)
-            if table is not None:
-                plan.conflicts[name] = await _conflicts(conn, table, table_keys)
-    return plan
+    return manifest, keys, wanted
 
 
 async def _check_columns(conn: Connection, manifest: Manifest) -> None:
@@ -86,42 +102,3 @@ async def _check_columns(conn: Connection, manifest: Manifest) -> None:
                     f"{entry.name} has no column {', '.join(unknown)} in this Fortemi: "
                     "upgrade it to import this shard",
                 )
-
-
-def _batches(keys: set[Key], columns: tuple[str, ...]) -> list[str]:
-    rows = [dict(zip(columns, key, strict=True)) for key in keys]
-    return [json.dumps(rows[i : i + _BATCH]) for i in range(0, len(rows), _BATCH)]
-
-
-async def _check_references(
-    conn: Connection, target: str, columns: tuple[str, ...], missing: set[Key]
-) -> None:
-    """Keys the shard names but does not hold must be in the memory already."""
-    condition = " AND ".join(f't."{c}" = x."{c}"' for c in columns)
-    # Table and column names are the registry's; the keys travel as a bound JSON value.
-    sql = (
-        "SELECT to_jsonb(x)::text "  # noqa: S608 - registry names
-        f"FROM jsonb_populate_recordset(NULL::{target}, $1::text::jsonb) x "
-        f"WHERE NOT EXISTS (SELECT 1 FROM {target} t WHERE {condition}) LIMIT 1"
-    )
-    for batch in _batches(missing, columns):
-        dangling = await conn.fetchval(sql, batch)
-        if dangling is not None:
-            found = json.loads(dangling)
-            named = ", ".join(str(found[c]) for c in columns)
-            raise refused(
-                "shard_dangling_reference",
-                f"The shard refers to {target} {named}, which is neither in the shard nor "
-                "in the memory",
-            )
-
-
-async def _conflicts(conn: Connection, table: Table, keys: set[Key]) -> int:
-    sql = (
-        f"SELECT count(*) FROM jsonb_populate_recordset(NULL::{table.name}, $1::text::jsonb) x "  # noqa: S608 - registry names
-        f"WHERE EXISTS (SELECT 1 FROM {table.name} t WHERE {table.match_sql})"
-    )
-    total = 0
-    for batch in _batches(keys, table.key):
-        total += int(await conn.fetchval(sql, batch))
-    return total
