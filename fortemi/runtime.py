@@ -18,6 +18,7 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -32,8 +33,11 @@ from fortemi.auth.audit import AuditKeyring, AuditService, AuditWriter
 from fortemi.auth.local_issuer import LocalIssuer
 from fortemi.auth.policy import AccessDecisionEngine, PolicyService, build_policy_service
 from fortemi.auth.tokens import TokenValidator
+from fortemi.console import program_version
 from fortemi.documents.chunking import CodeChunker
 from fortemi.documents.service import DocumentTypeService
+from fortemi.documents.shards import ShardService
+from fortemi.documents.shards.jobs import ShardFiles, shard_job_types
 from fortemi.graph.linking.jobs import linking_followups, linking_job_type
 from fortemi.graph.linking.service import LinkingSettings, NoteLinker
 from fortemi.graph.links import LinkService, WikiLinkIndexer
@@ -213,6 +217,9 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
         registry.register(
             maintenance_job_type(GraphMaintenance(db, vocabulary, maintenance_settings(settings)))
         )
+        shards = ShardService(db, producer=f"fortemi {program_version()}")
+        for job_type in shard_job_types(shards, ShardFiles(Path(settings.home) / "shards")):
+            registry.register(job_type)
         return registry
 
     return factory
