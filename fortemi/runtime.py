@@ -34,6 +34,8 @@ from fortemi.auth.local_issuer import LocalIssuer
 from fortemi.auth.policy import AccessDecisionEngine, PolicyService, build_policy_service
 from fortemi.auth.tokens import TokenValidator
 from fortemi.console import program_version
+from fortemi.crypto.directory import KeyDirectory
+from fortemi.crypto.service import EncryptionService
 from fortemi.documents.chunking import CodeChunker
 from fortemi.documents.service import DocumentTypeService
 from fortemi.documents.shards import ShardService
@@ -353,6 +355,7 @@ def _build_services(parts: _Parts) -> Services:
     wakeups = Wakeups(jobs, _built(parts.dispatcher, "dispatcher"))
     parts.wakeups = wakeups
     policies = _built(parts.policies, "policies")
+    keys = KeyDirectory(db)
     embeddings = EmbeddingEnqueuer(jobs, wakeups.dispatch_all, tier=embedding_tier(backend))
     # With tag-enriched embeddings, a note's vectors follow its concepts (tagNoteConcepts,
     # untagNoteConcept); the tagging job does the same through its followups.
@@ -406,6 +409,8 @@ def _build_services(parts: _Parts) -> Services:
         events=events,
         vocabulary=vocabulary,
         documents=DocumentTypeService(db, chunk_text),
+        keys=keys,
+        encryption=EncryptionService(keys),
     )
 
 
