@@ -18,7 +18,6 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -220,7 +219,9 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
             maintenance_job_type(GraphMaintenance(db, vocabulary, maintenance_settings(settings)))
         )
         shards = ShardService(db, producer=f"fortemi {program_version()}")
-        for job_type in shard_job_types(shards, ShardFiles(Path(settings.home) / "shards")):
+        files = ShardFiles.under(settings.home)
+        encryption = EncryptionService(KeyDirectory(db))
+        for job_type in shard_job_types(shards, files, encryption):
             registry.register(job_type)
         return registry
 

@@ -47,7 +47,8 @@ async def _admin(info: Info, memory: str | None) -> str:
 class ShardMutation:
     @strawberry.mutation(
         description="Export the memory as a shard (admin): a ShardExport job whose result "
-        "names the file, its size, component counts and the loss report"
+        "names the file, its size, component counts and the loss report; download it from "
+        "/shards/<job id>. encryptFor: sealed (MMPKE01) for those addresses' published keys"
     )
     async def export_shard(
         self,
@@ -55,10 +56,18 @@ class ShardMutation:
         memory: str | None = None,
         profile: ShardProfile = ShardProfile.FULL_V1,
         vectors: bool = True,
+        encrypt_for: list[str] | None = None,
     ) -> Job:
         name = await _admin(info, memory)
+        if encrypt_for:
+            # Every address must name a published key before the job is queued.
+            await info.context.services.encryption.recipients(encrypt_for)
         spec = export_spec(
-            name, profile=profile.value, vectors=vectors, requested_by=info.context.caller.sub
+            name,
+            profile=profile.value,
+            vectors=vectors,
+            requested_by=info.context.caller.sub,
+            encrypt_for=encrypt_for,
         )
         job, _ = await info.context.services.jobs.submit(spec)
         await info.context.services.wakeups.dispatch(job)

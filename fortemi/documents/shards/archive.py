@@ -29,7 +29,9 @@ from fortemi.documents.shards.manifest import (
     refused,
 )
 
-__all__ = ["Limits", "Row", "ShardReader"]
+__all__ = ["ENCRYPTED_MAGIC", "Limits", "Row", "ShardReader"]
+
+ENCRYPTED_MAGIC = b"MMPKE01\n"  # an MMPKE01 file's first bytes (fortemi.crypto)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +64,13 @@ class ShardReader:
     def __enter__(self) -> ShardReader:
         try:
             self._file = self._path.open("rb")
+            if self._file.read(len(ENCRYPTED_MAGIC)) == ENCRYPTED_MAGIC:
+                raise refused(
+                    "shard_encrypted",
+                    "The shard is encrypted (MMPKE01): open it on a recipient's machine, "
+                    "e.g. fortemi shard import --key KEYFILE",
+                )
+            self._file.seek(0)
             self._tar = tarfile.open(fileobj=self._file, mode="r|*")
             first = self._next()
             if first is None or first.name != MANIFEST_NAME:

@@ -10,13 +10,15 @@ A refused shard fails the job with the refusal's stable reason as its failure co
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 from uuid import UUID
 
+from fortemi.crypto.service import EncryptionService
 from fortemi.documents.shards.service import ImportOptions, ShardService
 from fortemi.platform.errors import FortemiError
 from fortemi.platform.jobs.models import HandlerContext, JobOutcome, JobSpec, JobType, Tier
@@ -40,17 +42,27 @@ class ShardFiles:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
 
+    @classmethod
+    def under(cls, home: Path | str) -> ShardFiles:
+        """The shards folder of a data directory (``FORTEMI_HOME``)."""
+        return cls(Path(home) / "shards")
+
     def path(self, job_id: UUID) -> Path:
         return self.folder / f"{job_id}.shard"
 
 
-def export_spec(memory: str, *, profile: str, vectors: bool, requested_by: str) -> JobSpec:
-    return JobSpec(
-        type=SHARD_EXPORT,
-        memory=memory,
-        payload={"profile": profile, "vectors": vectors},
-        requested_by=requested_by,
-    )
+def export_spec(
+    memory: str,
+    *,
+    profile: str,
+    vectors: bool,
+    requested_by: str,
+    encrypt_for: list[str] | None = None,
+) -> JobSpec:
+    payload: dict[str, Any] = {"profile": profile, "vectors": vectors}
+    if encrypt_for:
+        payload["encrypt_for"] = list(encrypt_for)
+    return JobSpec(type=SHARD_EXPORT, memory=memory, payload=payload, requested_by=requested_by)
 
 
 def import_spec(
@@ -67,6 +79,27 @@ def import_spec(
 def _reason(exc: FortemiError) -> str:
     reason = exc.extensions.get("reason")
     return str(reason) if reason else type(exc).__name__.lower()
+
+
+class _Sealing(io.RawIOBase):
+    """A writable file that seals what it is given (MMPKE01) into ``sink``: the shard is
+    encrypted as it is written, never kept in the clear on the server."""
+
+    # ``sealer``: what EncryptionService.sealer returns (preamble, update, finalize).
+    def __init__(self, sink: IO[bytes], sealer: Any) -> None:
+        super().__init__()
+        self._sink, self._sealer = sink, sealer
+        sink.write(sealer.preamble)
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self._sink.write(self._sealer.update(bytes(data)))
+        return len(data)
+
+    def finish(self) -> None:
+        self._sink.write(self._sealer.finalize())
 
 
 @contextlib.contextmanager
@@ -91,26 +124,49 @@ def _size(path: Path) -> int:
 
 
 class _Export:
-    def __init__(self, shards: ShardService, files: ShardFiles) -> None:
-        self._shards, self._files = shards, files
+    def __init__(
+        self, shards: ShardService, files: ShardFiles, encryption: EncryptionService | None
+    ) -> None:
+        self._shards, self._files, self._encryption = shards, files, encryption
 
     async def __call__(self, context: HandlerContext) -> JobOutcome:
         job = context.job
         profile, vectors = job.payload.get("profile"), job.payload.get("vectors", True)
-        if job.memory is None or not isinstance(profile, str) or not isinstance(vectors, bool):
+        recipients = job.payload.get("encrypt_for", [])
+        if (
+            job.memory is None
+            or not isinstance(profile, str)
+            or not isinstance(vectors, bool)
+            or not isinstance(recipients, list)
+            or not all(isinstance(r, str) for r in recipients)
+        ):
             return JobOutcome.failure("invalid_payload")
         final = self._files.path(job.id)
         try:
+            sealer = None
+            if recipients:
+                if self._encryption is None:
+                    return JobOutcome.failure("encryption_unavailable")
+                # Recipients resolve before any row is read: a key withdrawn since the
+                # request fails the job at once.
+                sealer = await self._encryption.sealer(recipients, filename=final.name)
             with _written(final) as sink:
+                sealing = None if sealer is None else _Sealing(sink, sealer)
                 manifest = await self._shards.export(
-                    job.memory, sink, profile=profile, vectors=vectors
+                    job.memory,
+                    sink if sealing is None else cast(IO[bytes], sealing),
+                    profile=profile,
+                    vectors=vectors,
                 )
+                if sealing is not None:
+                    sealing.finish()
         except FortemiError as exc:
             return JobOutcome.failure(_reason(exc))
         result: dict[str, Any] = {
             "file": final.name,
             "bytes": _size(final),
             "profile": manifest.profile,
+            "encrypted_for": recipients,
             "components": {c.name: c.count for c in manifest.components},
             "loss": [e.model_dump() for e in manifest.loss if e.rows],
         }
@@ -141,13 +197,15 @@ class _Import:
         return JobOutcome.success(report.as_json())
 
 
-def shard_job_types(shards: ShardService, files: ShardFiles) -> list[JobType]:
+def shard_job_types(
+    shards: ShardService, files: ShardFiles, encryption: EncryptionService | None = None
+) -> list[JobType]:
     return [
         JobType(
             name=SHARD_EXPORT,
             tier=Tier.CPU,
             priority=3,
-            handler=_Export(shards, files),
+            handler=_Export(shards, files, encryption),
             max_attempts=2,
         ),
         JobType(

@@ -3,13 +3,19 @@ them, an import reading what an export job wrote; an unknown export is NOT_FOUND
 
 from __future__ import annotations
 
+import io
+import tarfile
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
+import httpx
 import pytest
 
 from fortemi.auth.local_issuer import LocalIssuer
+from fortemi.crypto.envelope import open_bytes
+from fortemi.crypto.keys import Keypair, write_public_key_file
 from fortemi.platform.ids import parse_id, to_global_id
 from fortemi.platform.jobs.models import HandlerContext, JobOutcome
 from fortemi.platform.notes import NoteDraft
@@ -121,3 +127,84 @@ async def test_every_conflict_policy_is_offered(
     assert "errors" not in body, body
     outcome = await _run(runtime, body["data"]["importShard"]["id"])
     assert outcome.kind == "success", outcome
+
+
+async def test_the_export_downloads_as_an_attachment_to_its_memorys_admins_only(
+    gql: GraphQLCall,
+    client: httpx.AsyncClient,
+    admin_token: str,
+    user_token: str,
+    runtime: Runtime,
+    memory: str,
+) -> None:
+    body = await gql(EXPORT, {"profile": "FULL_V1"}, token=admin_token)
+    job_id = body["data"]["exportShard"]["id"]
+    await _run(runtime, job_id)
+
+    anonymous = await client.get(f"/shards/{job_id}")
+    editor = await client.get(f"/shards/{job_id}", headers=_bearer(user_token))
+    unknown = await client.get(f"/shards/{uuid4()}", headers=_bearer(admin_token))
+    admin = await client.get(f"/shards/{job_id}", headers=_bearer(admin_token))
+
+    assert anonymous.status_code == 401
+    assert (editor.status_code, unknown.status_code) == (404, 404)
+    assert admin.status_code == 200
+    assert admin.headers["content-disposition"].startswith("attachment;")
+    assert admin.headers["x-content-type-options"] == "nosniff"
+    with tarfile.open(fileobj=io.BytesIO(admin.content), mode="r:gz") as tar:
+        assert tar.getnames()[0] == "manifest.json"
+    async with runtime.db.shared_transaction() as conn:
+        denied = await conn.fetchval(
+            "SELECT count(*) FROM rbac_audit_log WHERE job_id = $1 AND decision = 'deny'",
+            str(parse_id(job_id, "Job")),
+        )
+    assert denied == 1  # the editor's attempt is on record
+
+
+async def test_an_export_encrypted_for_a_published_key_opens_only_with_that_key(
+    gql: GraphQLCall,
+    client: httpx.AsyncClient,
+    admin_token: str,
+    runtime: Runtime,
+    tmp_path: Path,
+) -> None:
+    keypair = Keypair.generate()
+    write_public_key_file(tmp_path / "k.pub", keypair.public)
+    key_text = (tmp_path / "k.pub").read_text(encoding="utf-8")
+    await runtime.services.keys.publish("root", key_text, None)
+    address = str(keypair.address)
+    body = await gql(
+        "mutation($to: [String!]) { exportShard(profile: CORE_V1, encryptFor: $to) { id } }",
+        {"to": [address]},
+        token=admin_token,
+    )
+    assert "errors" not in body, body
+    job_id = body["data"]["exportShard"]["id"]
+    outcome = await _run(runtime, job_id)
+    assert outcome.result is not None
+    assert outcome.result["encrypted_for"] == [address]
+
+    sealed = (await client.get(f"/shards/{job_id}", headers=_bearer(admin_token))).content
+    assert sealed.startswith(b"MMPKE01\n")
+    with tarfile.open(fileobj=io.BytesIO(open_bytes(sealed, keypair)), mode="r:gz") as tar:
+        assert tar.getnames()[0] == "manifest.json"
+    # The server holds no private key: importing the sealed shard there fails, saying why.
+    body = await gql(IMPORT, {"from": job_id, "policy": "SKIP", "dry": True}, token=admin_token)
+    failed = await _run(runtime, body["data"]["importShard"]["id"])
+    assert failed.failure_code == "shard_encrypted"
+
+
+async def test_an_unpublished_recipient_is_refused_before_a_job_is_queued(
+    gql: GraphQLCall, admin_token: str
+) -> None:
+    stranger = str(Keypair.generate().address)
+    body = await gql(
+        "mutation($to: [String!]) { exportShard(encryptFor: $to) { id } }",
+        {"to": [stranger]},
+        token=admin_token,
+    )
+    assert error_codes(body) == ["NOT_FOUND"]
+
+
+def _bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
