@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from fortemi.documents.shards.archive import Limits, ShardReader
-from fortemi.documents.shards.components import Table, table_named
+from fortemi.documents.shards.components import table_named
 from fortemi.documents.shards.manifest import Manifest, refused
 from fortemi.documents.shards.repository import conflicts, dangling, stored_columns
 from fortemi.platform.database import Connection, Database
@@ -35,7 +35,7 @@ class Plan:
     conflicts: dict[str, int] = field(default_factory=dict)
 
 
-def _key(table: Table, values: dict[str, Any], columns: tuple[str, ...]) -> Key | None:
+def _key(values: dict[str, Any], columns: tuple[str, ...]) -> Key | None:
     key = tuple(values.get(c) for c in columns)
     return None if any(v is None for v in key) else key
 
@@ -77,7 +77,7 @@ def _scan(path: Path, limits: Limits) -> tuple[Manifest, dict[str, set[Key]], Wa
             table = table_named(row.table)
             if table is None:  # pragma: no cover - the reader checks table names
                 raise RuntimeError(row.table)
-            own = _key(table, row.values, table.key)
+            own = _key(row.values, table.key)
             if own is None or own in keys[table.name]:
                 raise refused(
                     "shard_bad_row",
@@ -85,7 +85,7 @@ def _scan(path: Path, limits: Limits) -> tuple[Manifest, dict[str, set[Key]], Wa
                 )
             keys[table.name].add(own)
             for ref in table.refs:
-                named = _key(table, row.values, ref.columns)
+                named = _key(row.values, ref.columns)
                 if named is not None:
                     wanted[(ref.table, ref.target)].add(named)
     return manifest, keys, wanted

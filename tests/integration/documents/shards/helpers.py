@@ -13,6 +13,9 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from fortemi.documents.shards.components import COMPONENTS, DERIVED
+from fortemi.graph.maintenance.plan import MaintenanceSettings, Step
+from fortemi.graph.maintenance.service import GraphMaintenance
+from fortemi.graph.vocabulary import VocabularyService
 from fortemi.platform.database import Database
 from fortemi.platform.notes import NoteDraft, NotePatch, NoteService
 
@@ -21,8 +24,8 @@ SCHEME, TOPIC, SUBTOPIC, COLLECTION = uuid4(), uuid4(), uuid4(), uuid4()
 
 async def populate(db: Database, notes: NoteService, memory: str) -> dict[str, UUID]:
     """Notes through the note service (versions, tags, project, skill, tombstone), the
-    rest as the features store it: vocabulary, links of each kind, wiki references,
-    embeddings, communities, a maintenance snapshot and a custom document type."""
+    rest as the features store it (vocabulary, links of each kind, wiki references,
+    embeddings, a custom document type), then a real graph maintenance run."""
     a = await notes.create(
         memory,
         NoteDraft(title="Alpha", content="alpha [[Beta]] [[Nowhere]]", tags=("x", "y/z")),
@@ -140,22 +143,19 @@ async def populate(db: Database, notes: NoteService, memory: str) -> dict[str, U
             "INSERT INTO note_wiki_key VALUES ($1, 'title', 'beta') ON CONFLICT DO NOTHING", b.id
         )
         await conn.execute(
-            "INSERT INTO note_community (note_id, community, confidence) VALUES ($1, 1, 0.9), "
-            "($2, 1, 0.8)",
-            a.id,
-            b.id,
-        )
-        await conn.execute(
-            "INSERT INTO graph_community (community, label, concept_id, size) VALUES (1, 'one', $1, 2)",
-            TOPIC,
-        )
-        await conn.execute(
-            "INSERT INTO graph_snapshot (steps, metrics, created_by) "
-            "VALUES ('{snn,louvain}', '{\"modularity\": 0.41}', 'admin')"
-        )
-        await conn.execute(
             "INSERT INTO document_type (name, category, definition, created_by, updated_by) "
             "VALUES ('notes-x', 'prose', '{\"name\": \"notes-x\"}', 'admin', 'admin')"
+        )
+    # A real maintenance run: SNN, PFNET, Louvain communities and its snapshot.
+    maintenance = GraphMaintenance(db, VocabularyService(db), MaintenanceSettings())
+    report = await maintenance.run(memory, list(Step), allow_aggressive_pruning=True, actor="admin")
+    assert report.snapshot is not None
+    async with db.memory_transaction(memory) as conn:
+        # A community named by a concept, as concept naming leaves some.
+        await conn.execute(
+            "INSERT INTO graph_community (community, label, concept_id, size) "
+            "VALUES (999, 'named', $1, 1)",
+            TOPIC,
         )
     return {"a": a.id, "b": b.id, "c": c.id, "gone": gone.id}
 
