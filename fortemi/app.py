@@ -16,6 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from fortemi.graphql.downloads import attachment_routes
 from fortemi.graphql.picture import GraphPicturePage
 from fortemi.graphql.schema import build_schema
+from fortemi.graphql.shard_download import shard_download_route
 from fortemi.graphql.view import GraphQLView
 from fortemi.http_metrics import RequestMetrics, metrics_endpoint
 from fortemi.runtime import Runtime
@@ -194,6 +195,7 @@ def create_app(runtime: Runtime) -> Starlette:
         Route("/readyz", readyz),
         Route("/metrics", metrics_endpoint(runtime)),
         Route("/graphql", graphql),
+        shard_download_route(runtime.services),
         WebSocketRoute("/graphql", graphql),
         *attachment_routes(runtime.services),
     ]

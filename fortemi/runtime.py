@@ -32,6 +32,7 @@ from fortemi.auth.audit import AuditKeyring, AuditService, AuditWriter
 from fortemi.auth.local_issuer import LocalIssuer
 from fortemi.auth.policy import AccessDecisionEngine, PolicyService, build_policy_service
 from fortemi.auth.tokens import TokenValidator
+from fortemi.console import program_version
 from fortemi.crypto.directory import KeyDirectory
 from fortemi.crypto.service import EncryptionService
 from fortemi.documents.attachments.jobs import (
@@ -44,6 +45,8 @@ from fortemi.documents.attachments.storage import BlobStore, build_blob_store, s
 from fortemi.documents.chunking import CodeChunker
 from fortemi.documents.extraction.library import LibraryExtractor
 from fortemi.documents.service import DocumentTypeService
+from fortemi.documents.shards import ShardService
+from fortemi.documents.shards.jobs import ShardFiles, shard_job_types
 from fortemi.graph.linking.jobs import linking_followups, linking_job_type
 from fortemi.graph.linking.service import LinkingSettings, NoteLinker
 from fortemi.graph.links import LinkService, WikiLinkIndexer
@@ -241,6 +244,11 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
         registry.register(
             maintenance_job_type(GraphMaintenance(db, vocabulary, maintenance_settings(settings)))
         )
+        shards = ShardService(db, producer=f"fortemi {program_version()}")
+        files = ShardFiles.under(settings.home)
+        encryption = EncryptionService(KeyDirectory(db))
+        for job_type in shard_job_types(shards, files, encryption):
+            registry.register(job_type)
         return registry
 
     return factory
