@@ -47,12 +47,14 @@ from fortemi.documents.extraction.library import LibraryExtractor
 from fortemi.documents.service import DocumentTypeService
 from fortemi.documents.shards import ShardService
 from fortemi.documents.shards.jobs import ShardFiles, shard_job_types
+from fortemi.graph.backfill import GraphBackfill, graph_backfill_type, startup_specs
 from fortemi.graph.linking.jobs import linking_followups, linking_job_type
 from fortemi.graph.linking.service import LinkingSettings, NoteLinker
 from fortemi.graph.links import LinkService, WikiLinkIndexer
 from fortemi.graph.maintenance.jobs import maintenance_job_type
 from fortemi.graph.maintenance.plan import MaintenanceSettings
 from fortemi.graph.maintenance.service import GraphMaintenance
+from fortemi.graph.tagging.content_type import DetectedContentTypes
 from fortemi.graph.tagging.jobs import ConceptTaggingEnqueuer, concept_tagging_type
 from fortemi.graph.tagging.models import TaggingSettings
 from fortemi.graph.tagging.related import related_concept_inference_type
@@ -230,6 +232,8 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
                 embedder,
                 tagging,
                 followups=reembed if settings.embed_concepts else None,
+                # The cpu tier's content_type concept: the note's detected document type.
+                content_types=DetectedContentTypes(DocumentTypeService(db, chunk_text)),
             )
         )
         registry.register(
@@ -249,6 +253,17 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
         encryption = EncryptionService(KeyDirectory(db))
         for job_type in shard_job_types(shards, files, encryption):
             registry.register(job_type)
+        registry.register(graph_backfill_type(GraphBackfill(db, vectors)))
+        if settings.graph_backfill_on_start:
+            memories = MemoryService(db, Migrations(settings.migrations_dir))
+
+            async def sweeps() -> list[JobSpec]:
+                names = [memory.name for memory in await memories.list()]
+                return startup_specs(names, limit=settings.graph_backfill_limit)
+
+            # Notes without their tagging or links (written before the graph, or whose jobs
+            # were lost) get them: one deduplicated sweep per memory at each worker start.
+            registry.on_start(sweeps)
         return registry
 
     return factory

@@ -1,5 +1,5 @@
 """``fortemi serve | worker | token | migrate | audit | schema | vault | attach | import | ask |
-pke | shard``: the edge where settings are built."""
+graph | pke | shard``: the edge where settings are built."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from fortemi import console
 from fortemi.cli.admin import add_audit, add_migrate, add_schema, add_token
 from fortemi.cli.ask import add_ask
 from fortemi.cli.files import add_files
+from fortemi.cli.graph import add_graph
 from fortemi.cli.serve import add_serve, add_worker
 from fortemi.cli.shard import add_shard
 from fortemi.cli.vault import add_vault
@@ -51,6 +52,7 @@ def _parser() -> argparse.ArgumentParser:
         add_vault,
         add_files,
         add_ask,
+        add_graph,
         pke_commands.add_commands,
         add_shard,
     ):

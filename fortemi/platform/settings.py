@@ -331,6 +331,12 @@ class Settings(BaseSettings):
     graph_resolution: float = Field(
         default=1.0, gt=0.0, le=10.0, description="Louvain resolution (higher: more communities)"
     )
+    graph_backfill_on_start: bool = Field(
+        default=True, description="Each worker start sweeps every memory for missing graph work"
+    )
+    graph_backfill_limit: int = Field(
+        default=1000, ge=1, le=100_000, description="Notes a backfill step looks at per kind"
+    )
 
     # -- attachments: where their bytes are kept --------------------------------------
     blob_store: Literal["local", "s3"] = Field(
