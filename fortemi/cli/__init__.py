@@ -1,5 +1,5 @@
-"""``fortemi serve | worker | token | migrate | audit | schema | vault | ask | pke``: the edge where
-settings are built."""
+"""``fortemi serve | worker | token | migrate | audit | schema | vault | ask | mcp | pke``:
+the edge where settings are built."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from fortemi import console
 from fortemi.cli.admin import add_audit, add_migrate, add_schema, add_token
 from fortemi.cli.ask import add_ask
+from fortemi.cli.mcp import add_mcp
 from fortemi.cli.serve import add_serve, add_worker
 from fortemi.cli.vault import add_vault
 from fortemi.crypto import commands as pke_commands
@@ -48,6 +49,7 @@ def _parser() -> argparse.ArgumentParser:
         add_schema,
         add_vault,
         add_ask,
+        add_mcp,
         pke_commands.add_commands,
     ):
         add(commands)
