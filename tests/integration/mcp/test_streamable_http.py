@@ -160,3 +160,16 @@ async def test_without_a_token_401_points_at_the_protected_resource_metadata(
     assert metadata == root
     assert metadata["resource"] == f"{mcp_base}/mcp"
     assert metadata["authorization_servers"] == [runtime.settings.issuer]
+
+
+async def test_a_client_of_the_2025_handshake_is_served_as_well(
+    mcp_base: str, user_token: str, memory: str
+) -> None:
+    async with connect(mcp_base, user_token, memory, mode="legacy") as client:
+        version = client.protocol_version
+        tools = await client.list_tools()
+        note = await _capture(client, "Legacy", "handshake era")
+        got = await client.call_tool("get_note", {"id": note["id"]})
+    assert version.startswith("2025-")
+    assert {tool.name for tool in tools.tools} == TOOL_NAMES
+    assert structured(got)["note"]["content"] == "handshake era"
