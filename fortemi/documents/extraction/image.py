@@ -32,6 +32,7 @@ _EXIF_IFD, _GPS_IFD = 0x8769, 0x8825
 _DATETIME, _MAKE, _MODEL = 306, 271, 272
 _DATETIME_ORIGINAL, _OFFSET_ORIGINAL = 36867, 36881
 _SENT_FORMATS = {"JPEG", "PNG", "WEBP"}  # what vision models take as they are
+_DECODE_PIXELS = 40_000_000
 
 
 def _degrees(value: Any, ref: Any) -> float | None:
@@ -101,7 +102,11 @@ class ImageAdapter:
             with warnings.catch_warnings():
                 warnings.simplefilter("error", Image.DecompressionBombWarning)
                 image = Image.open(io.BytesIO(data))
-                image.load()
+                # Decoding checks the pixels too (a truncated file fails here), but costs
+                # width x height x bands of memory: larger images are checked by their
+                # header only and sent to the vision model as they are.
+                if image.width * image.height <= _DECODE_PIXELS:
+                    image.load()
         except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
             raise Unreadable("image_too_large", str(exc)) from exc
         except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
@@ -119,6 +124,13 @@ class ImageAdapter:
                 metadata,
             )
         run.check("before the description")
+        if image.format not in _SENT_FORMATS and image.width * image.height > _DECODE_PIXELS:
+            raise Unreadable(
+                "image_too_large",
+                f"a {image.format} image of {image.width}x{image.height} pixels is too large "
+                "to convert for the vision model; save it as JPEG or PNG",
+                metadata,
+            )
         try:
             description = self._vision.read_image(_sendable(image, data), DESCRIBE_PROMPT)
         except Unavailable as exc:  # the service's failure; what Pillow read is kept
