@@ -1,7 +1,7 @@
 """PDF text, page by page in batches, through pypdfium2 (PDFium, Chrome's PDF engine).
 
-Why PDFium over pypdf: on the same generated 100-page file it read the text 2.2 times
-faster (``benchmarks/documents.py`` prints both), it is the engine browsers trust with
+Why PDFium over pypdf: on the benchmark's 200-page file it read the text 2.7 to 5.1 times
+as fast (``benchmarks/documents.py`` prints both), it is the engine browsers trust with
 hostile PDFs, and it renders pages, which OCR needs. PDFium is not thread-safe: every
 call into it holds :data:`_PDFIUM` (extraction runs in worker threads).
 
