@@ -32,6 +32,8 @@ from fortemi.auth.audit import AuditKeyring, AuditService, AuditWriter
 from fortemi.auth.local_issuer import LocalIssuer
 from fortemi.auth.policy import AccessDecisionEngine, PolicyService, build_policy_service
 from fortemi.auth.tokens import TokenValidator
+from fortemi.crypto.directory import KeyDirectory
+from fortemi.crypto.service import EncryptionService
 from fortemi.documents.chunking import CodeChunker
 from fortemi.documents.service import DocumentTypeService
 from fortemi.graph.linking.jobs import linking_followups, linking_job_type
@@ -346,6 +348,7 @@ def _build_services(parts: _Parts) -> Services:
     wakeups = Wakeups(jobs, _built(parts.dispatcher, "dispatcher"))
     parts.wakeups = wakeups
     policies = _built(parts.policies, "policies")
+    keys = KeyDirectory(db)
     embeddings = EmbeddingEnqueuer(jobs, wakeups.dispatch_all, tier=embedding_tier(backend))
     # With tag-enriched embeddings, a note's vectors follow its concepts (tagNoteConcepts,
     # untagNoteConcept); the tagging job does the same through its followups.
@@ -399,6 +402,8 @@ def _build_services(parts: _Parts) -> Services:
         events=events,
         vocabulary=vocabulary,
         documents=DocumentTypeService(db, chunk_text),
+        keys=keys,
+        encryption=EncryptionService(keys),
     )
 
 

@@ -44,6 +44,7 @@ from fortemi.graphql.flat import (
 )
 from fortemi.graphql.graph import GraphQuery
 from fortemi.graphql.jobs import JobMutation, JobQuery
+from fortemi.graphql.keys import KeyMutation, KeyQuery
 from fortemi.graphql.limits import QueryLimits, operation_limits_rule, oversized_variables
 from fortemi.graphql.links import LinkMutation, LinkQuery
 from fortemi.graphql.maintenance import MaintenanceMutation, MaintenanceQuery
@@ -82,6 +83,7 @@ Query = merge_types(
         MaintenanceQuery,
         VaultLinkQuery,
         DocumentTypeQuery,
+        KeyQuery,
     ),
 )
 Mutation = merge_types(
@@ -97,6 +99,7 @@ Mutation = merge_types(
         MaintenanceMutation,
         VaultSyncMutation,
         DocumentTypeMutation,
+        KeyMutation,
     ),
 )
 Subscription = merge_types(

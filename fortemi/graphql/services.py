@@ -14,6 +14,8 @@ from fortemi.auth.access import Authorizer
 from fortemi.auth.audit import AuditService
 from fortemi.auth.policy import PolicyService
 from fortemi.auth.tokens import TokenValidator
+from fortemi.crypto.directory import KeyDirectory
+from fortemi.crypto.service import EncryptionService
 from fortemi.documents.service import DocumentTypeService
 from fortemi.graph.links import LinkService
 from fortemi.graph.maintenance.service import GraphMaintenance
@@ -64,3 +66,5 @@ class Services:
     events: EventBus
     vocabulary: VocabularyService
     documents: DocumentTypeService
+    keys: KeyDirectory  # published public keys (encryptFor resolves against them)
+    encryption: EncryptionService
