@@ -22,7 +22,9 @@ from fortemi.documents.extraction.services import ImageReader
 from fortemi.documents.extraction.structured import StructuredAdapter
 from fortemi.documents.models import Detection
 
-__all__ = ["DESCRIBE_PROMPT", "ImageAdapter", "provenance"]
+__all__ = ["DESCRIBE_PROMPT", "NO_VISION", "ImageAdapter", "provenance"]
+
+NO_VISION = "no vision model configured (FORTEMI_VISION_MODEL)"
 
 DESCRIBE_PROMPT = (
     "Describe this image for a search index: what it shows, any text it contains "
@@ -83,14 +85,15 @@ def provenance(image: Any) -> dict[str, Any]:
 class ImageAdapter:
     name = "image"
 
-    def __init__(self, vision: ImageReader | None = None) -> None:
+    def __init__(self, vision: ImageReader | None = None, *, why_not: str = NO_VISION) -> None:
         self._vision = vision
+        self._why_not = why_not  # what is missing when ``vision`` is None
         self._xml = StructuredAdapter()
 
     def health(self) -> Health:
         if self._vision is None:
-            return Health(self.name, False, "no vision model configured (FORTEMI_VISION_MODEL); "
-                          "images keep their EXIF provenance only")  # fmt: skip
+            detail = f"{self._why_not}; images keep their EXIF provenance only"
+            return Health(self.name, False, detail)
         return Health(self.name, True, f"Pillow; descriptions by {self._vision.model}")
 
     def read(self, data: bytes, *, filename: str | None, detection: Detection, run: Run) -> Read:
@@ -118,11 +121,8 @@ class ImageAdapter:
         except Exception:  # a broken EXIF block is no reason to lose the image
             metadata["provenance"] = {}
         if self._vision is None:
-            raise Unavailable(
-                "vision_not_configured",
-                "no vision model configured (FORTEMI_VISION_MODEL) to describe images",
-                metadata,
-            )
+            raise Unavailable("vision_not_configured", f"{self._why_not} to describe images",
+                              metadata)  # fmt: skip
         run.check("before the description")
         if image.format not in _SENT_FORMATS and image.width * image.height > _DECODE_PIXELS:
             raise Unreadable(
