@@ -77,7 +77,7 @@ def corrupt(kind: str, exc: Exception) -> Unreadable:
 
 
 # Extracts a member of a container (an archive's file) with the library's own dispatch, one
-# level deeper; returns None when the member's type has no text to give.
+# level deeper: (member name, its bytes, the member's run) -> what any file gets.
 Nested = Callable[[str, bytes, "Run"], Extracted]
 
 

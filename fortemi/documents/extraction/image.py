@@ -22,7 +22,9 @@ from fortemi.documents.extraction.services import ImageReader
 from fortemi.documents.extraction.structured import StructuredAdapter
 from fortemi.documents.models import Detection
 
-__all__ = ["DESCRIBE_PROMPT", "ImageAdapter", "provenance"]
+__all__ = ["DESCRIBE_PROMPT", "NO_VISION", "ImageAdapter", "provenance"]
+
+NO_VISION = "no vision model configured (FORTEMI_VISION_MODEL)"
 
 DESCRIBE_PROMPT = (
     "Describe this image for a search index: what it shows, any text it contains "
@@ -32,6 +34,7 @@ _EXIF_IFD, _GPS_IFD = 0x8769, 0x8825
 _DATETIME, _MAKE, _MODEL = 306, 271, 272
 _DATETIME_ORIGINAL, _OFFSET_ORIGINAL = 36867, 36881
 _SENT_FORMATS = {"JPEG", "PNG", "WEBP"}  # what vision models take as they are
+_DECODE_PIXELS = 40_000_000
 
 
 def _degrees(value: Any, ref: Any) -> float | None:
@@ -82,14 +85,15 @@ def provenance(image: Any) -> dict[str, Any]:
 class ImageAdapter:
     name = "image"
 
-    def __init__(self, vision: ImageReader | None = None) -> None:
+    def __init__(self, vision: ImageReader | None = None, *, why_not: str = NO_VISION) -> None:
         self._vision = vision
+        self._why_not = why_not  # what is missing when ``vision`` is None
         self._xml = StructuredAdapter()
 
     def health(self) -> Health:
         if self._vision is None:
-            return Health(self.name, False, "no vision model configured (FORTEMI_VISION_MODEL); "
-                          "images keep their EXIF provenance only")  # fmt: skip
+            detail = f"{self._why_not}; images keep their EXIF provenance only"
+            return Health(self.name, False, detail)
         return Health(self.name, True, f"Pillow; descriptions by {self._vision.model}")
 
     def read(self, data: bytes, *, filename: str | None, detection: Detection, run: Run) -> Read:
@@ -101,7 +105,11 @@ class ImageAdapter:
             with warnings.catch_warnings():
                 warnings.simplefilter("error", Image.DecompressionBombWarning)
                 image = Image.open(io.BytesIO(data))
-                image.load()
+                # Decoding checks the pixels too (a truncated file fails here), but costs
+                # width x height x bands of memory: larger images are checked by their
+                # header only and sent to the vision model as they are.
+                if image.width * image.height <= _DECODE_PIXELS:
+                    image.load()
         except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
             raise Unreadable("image_too_large", str(exc)) from exc
         except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
@@ -113,12 +121,16 @@ class ImageAdapter:
         except Exception:  # a broken EXIF block is no reason to lose the image
             metadata["provenance"] = {}
         if self._vision is None:
-            raise Unavailable(
-                "vision_not_configured",
-                "no vision model configured (FORTEMI_VISION_MODEL) to describe images",
+            raise Unavailable("vision_not_configured", f"{self._why_not} to describe images",
+                              metadata)  # fmt: skip
+        run.check("before the description")
+        if image.format not in _SENT_FORMATS and image.width * image.height > _DECODE_PIXELS:
+            raise Unreadable(
+                "image_too_large",
+                f"a {image.format} image of {image.width}x{image.height} pixels is too large "
+                "to convert for the vision model; save it as JPEG or PNG",
                 metadata,
             )
-        run.check("before the description")
         try:
             description = self._vision.read_image(_sendable(image, data), DESCRIBE_PROMPT)
         except Unavailable as exc:  # the service's failure; what Pillow read is kept

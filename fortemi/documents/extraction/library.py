@@ -34,11 +34,11 @@ from fortemi.documents.extraction._run import (
 )
 from fortemi.documents.extraction.archive import ArchiveAdapter
 from fortemi.documents.extraction.base import Extracted, ExtractionStatus, Health, Limits
-from fortemi.documents.extraction.image import ImageAdapter
+from fortemi.documents.extraction.image import NO_VISION, ImageAdapter
 from fortemi.documents.extraction.mail import MailAdapter
 from fortemi.documents.extraction.media import MediaAdapter
 from fortemi.documents.extraction.office import OfficeAdapter
-from fortemi.documents.extraction.pdf import PdfAdapter
+from fortemi.documents.extraction.pdf import NO_OCR, PdfAdapter
 from fortemi.documents.extraction.services import (
     ImageReader,
     OllamaImageReader,
@@ -78,18 +78,21 @@ def default_adapters(
     vision: ImageReader | None = None,
     ocr: ImageReader | None = None,
     transcriber: Transcriber | None = None,
+    missing: Mapping[str, str] | None = None,
 ) -> dict[Extraction, Adapter]:
-    """Every family's adapter; those that need a service get it, or answer SKIPPED."""
+    """Every family's adapter; those that need a service get it, or answer SKIPPED
+    (``missing``: why the "vision" or "ocr" service is absent, when not simply unset)."""
+    why = dict(missing or {})
     media = MediaAdapter(transcriber)
     return {
         Extraction.TEXT: TextAdapter(),
         Extraction.STRUCTURED: StructuredAdapter(),
-        Extraction.PDF: PdfAdapter(ocr),
+        Extraction.PDF: PdfAdapter(ocr, why_not=why.get("ocr", NO_OCR)),
         Extraction.OFFICE: OfficeAdapter(),
         Extraction.EMAIL: MailAdapter(),
         Extraction.HTML: HtmlAdapter(),
         Extraction.ARCHIVE: ArchiveAdapter(),
-        Extraction.IMAGE: ImageAdapter(vision),
+        Extraction.IMAGE: ImageAdapter(vision, why_not=why.get("vision", NO_VISION)),
         Extraction.AUDIO: media,
         Extraction.VIDEO: media,  # a Whisper server takes video containers for their sound
     }
@@ -116,6 +119,11 @@ class LibraryExtractor:
         ``settings`` (a vision or OCR model needs ``OLLAMA_HOST``), or SKIPPING without."""
         timeout = settings.inference_timeout_seconds
         vision = ocr = None
+        missing = {
+            name: f"FORTEMI_{name.upper()}_MODEL names {model!r} but OLLAMA_HOST is unset"
+            for name, model in (("vision", settings.vision_model), ("ocr", settings.ocr_model))
+            if model and not settings.ollama_host
+        }
         if settings.ollama_host and settings.vision_model:
             vision = OllamaImageReader(settings.ollama_host, settings.vision_model,
                                        timeout_seconds=timeout)  # fmt: skip
@@ -130,7 +138,9 @@ class LibraryExtractor:
                 api_key=settings.transcription_api_key,
                 timeout_seconds=timeout,
             )
-        return cls(default_adapters(vision=vision, ocr=ocr, transcriber=transcriber))
+        return cls(
+            default_adapters(vision=vision, ocr=ocr, transcriber=transcriber, missing=missing)
+        )
 
     def health(self) -> list[Health]:
         """One line per adapter (the media adapter answers for audio and video once)."""

@@ -1,7 +1,7 @@
 """PDF text, page by page in batches, through pypdfium2 (PDFium, Chrome's PDF engine).
 
-Why PDFium over pypdf: on the same generated 100-page file it read the text 2.2 times
-faster (``benchmarks/documents.py`` prints both), it is the engine browsers trust with
+Why PDFium over pypdf: on the benchmark's 200-page file it read the text 2.7 to 5.1 times
+as fast (``benchmarks/documents.py`` prints both), it is the engine browsers trust with
 hostile PDFs, and it renders pages, which OCR needs. PDFium is not thread-safe: every
 call into it holds :data:`_PDFIUM` (extraction runs in worker threads).
 
@@ -24,7 +24,9 @@ from fortemi.documents.extraction.base import Health
 from fortemi.documents.extraction.services import ImageReader
 from fortemi.documents.models import Detection
 
-__all__ = ["OCR_PROMPT", "PdfAdapter"]
+__all__ = ["NO_OCR", "OCR_PROMPT", "PdfAdapter"]
+
+NO_OCR = "no OCR model configured (FORTEMI_OCR_MODEL)"
 
 _PDFIUM = threading.Lock()
 OCR_PROMPT = (
@@ -39,14 +41,15 @@ _META = {"Title": "title", "Author": "author", "Subject": "subject", "Creator": 
 class PdfAdapter:
     name = "pdf"
 
-    def __init__(self, ocr: ImageReader | None = None) -> None:
+    def __init__(self, ocr: ImageReader | None = None, *, why_not: str = NO_OCR) -> None:
         self._ocr = ocr
+        self._why_not = why_not  # what is missing when ``ocr`` is None
 
     def health(self) -> Health:
         detail = "pypdfium2" + (
             f"; OCR of scanned pages with {self._ocr.model}"
             if self._ocr
-            else "; no OCR model configured (FORTEMI_OCR_MODEL): scanned pages are skipped"
+            else f"; {self._why_not}: scanned pages are skipped"
         )
         return Health(self.name, True, detail)
 
@@ -94,8 +97,7 @@ class PdfAdapter:
         if scanned and len(scanned) == read and not ocr_pages:
             raise Unavailable(
                 "ocr_not_configured",
-                f"the PDF's {len(scanned)} pages have no text layer and no OCR model is "
-                "configured (FORTEMI_OCR_MODEL)",
+                f"the PDF's {len(scanned)} pages have no text layer and {self._why_not}",
                 {"pages": pages},
             )
         metadata.update(pages=pages, pages_read=read, ocr_pages=ocr_pages,

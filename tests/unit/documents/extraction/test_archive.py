@@ -145,3 +145,21 @@ def test_an_image_with_a_zip_appended_is_an_image_not_an_archive() -> None:
 
     assert found.adapter == "image"
     assert "PAYLOAD" not in found.text
+
+
+def test_a_compressed_tar_that_expands_past_the_limit_is_refused_before_it_is_walked() -> None:
+    data = tar_file({"zeros.bin": bytes(3_000_000)})
+
+    found = extract(data, "zeros.tar.gz", limits=Limits(max_archive_total_bytes=1_000_000))
+
+    assert found.status is ExtractionStatus.FAILED
+    assert found.reason is not None
+    assert found.reason.startswith("archive_bomb: ")
+
+
+def test_an_archive_format_without_a_reader_is_skipped_as_unsupported() -> None:
+    found = extract(bytes.fromhex("377abcaf271c") + bytes(100), "backup.7z")
+
+    assert found.status is ExtractionStatus.SKIPPED
+    assert found.reason is not None
+    assert found.reason.startswith("unsupported_format: ")

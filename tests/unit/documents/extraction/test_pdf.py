@@ -109,3 +109,19 @@ def _with_ocr(reader: _Reader) -> LibraryExtractor:
     from fortemi.documents.extraction.library import default_adapters
 
     return LibraryExtractor(default_adapters(ocr=reader))
+
+
+def test_a_password_protected_pdf_fails_as_encrypted() -> None:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_encryption(owner_password="owner-secret", user_password="user-secret")
+    pdf.add_page()
+    pdf.set_font("helvetica", size=11)
+    pdf.cell(0, 6, "confidential")
+
+    found = extract(bytes(pdf.output()), "locked.pdf")
+
+    assert found.status is ExtractionStatus.FAILED
+    assert found.reason is not None
+    assert found.reason.startswith("encrypted_pdf: ")
