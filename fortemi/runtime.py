@@ -91,6 +91,7 @@ from fortemi.retrieval.indexing import (
 from fortemi.retrieval.scoped import ScopedRetrieval
 from fortemi.retrieval.search import SearchService
 from fortemi.retrieval.service import ChunkVectorService
+from fortemi.retrieval.sets import EmbeddingSets
 from fortemi.webhooks.delivery import DeliverySettings, webhook_delivery_type
 from fortemi.webhooks.fanout import WebhookFanout
 from fortemi.webhooks.service import WebhookService
@@ -248,7 +249,11 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
         registry.register(
             maintenance_job_type(GraphMaintenance(db, vocabulary, maintenance_settings(settings)))
         )
-        shards = ShardService(db, producer=f"fortemi {program_version()}")
+        shards = ShardService(
+            db,
+            producer=f"fortemi {program_version()}",
+            after_import=[EmbeddingSets().index_all],
+        )
         files = ShardFiles.under(settings.home)
         encryption = EncryptionService(KeyDirectory(db))
         for job_type in shard_job_types(shards, files, encryption):

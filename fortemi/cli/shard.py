@@ -193,9 +193,11 @@ async def _export_async(db: Database, args: argparse.Namespace, sink: Any) -> di
 
 async def _import_async(db: Database, args: argparse.Namespace, path: Path) -> dict[str, object]:
     from fortemi.documents.shards import ImportOptions, ShardService
+    from fortemi.retrieval.sets import EmbeddingSets
 
     options = ImportOptions(on_conflict=args.on_conflict, dry_run=args.dry_run)
-    report = await ShardService(db).import_(args.memory, path, options)
+    shards = ShardService(db, after_import=[EmbeddingSets().index_all])
+    report = await shards.import_(args.memory, path, options)
     return report.as_json()
 
 

@@ -10,6 +10,7 @@ deleted unless the shard's is deleted too: an import never revives a tombstone.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +29,19 @@ POLICIES = ("error", "skip", "replace", "merge")
 _BATCH = 1000
 
 
+AfterImport = Callable[[Connection], Awaitable[object]]
+
+
 async def apply_shard(
-    db: Database, memory: str, path: Path, limits: Limits, policy: str
+    db: Database,
+    memory: str,
+    path: Path,
+    limits: Limits,
+    policy: str,
+    after: Sequence[AfterImport] = (),
 ) -> dict[str, int]:
-    """Write the shard's rows; the rows written (inserted or updated) per table."""
+    """Write the shard's rows; the rows written (inserted or updated) per table. ``after``:
+    what other features derive from the rows (indexes), run in the same transaction."""
     written: dict[str, int] = {}
     async with db.memory_transaction(memory, subject=f"Memory {memory}") as conn:
         with ShardReader(path, limits) as reader:
@@ -53,6 +63,8 @@ async def apply_shard(
             table = table_named(name)
             if table is not None and table.identity:
                 await advance_identity(conn, table.name, table.identity)
+        for hook in after:
+            await hook(conn)
     return written
 
 

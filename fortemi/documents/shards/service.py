@@ -7,11 +7,12 @@ and are audited by the caller's enforcement point (GraphQL context, CLI).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from fortemi.documents.shards.apply import POLICIES, apply_shard
+from fortemi.documents.shards.apply import POLICIES, AfterImport, apply_shard
 from fortemi.documents.shards.archive import Limits
 from fortemi.documents.shards.export import ExportOptions, export_shard
 from fortemi.documents.shards.manifest import Manifest
@@ -55,9 +56,19 @@ class ImportReport:
 
 
 class ShardService:
-    def __init__(self, db: Database, *, producer: str = "fortemi") -> None:
+    """``after_import``: what the composition root adds to an import's transaction for
+    other features (each embedding set's vector index), which this feature cannot import."""
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        producer: str = "fortemi",
+        after_import: Sequence[AfterImport] = (),
+    ) -> None:
         self._db = db
         self._producer = producer
+        self._after = tuple(after_import)
 
     async def export(
         self, memory: str, sink: IO[bytes], *, profile: str = "full-v1", vectors: bool = True
@@ -86,7 +97,9 @@ class ShardService:
             )
         written: dict[str, int] = {}
         if not options.dry_run:
-            written = await apply_shard(self._db, memory, path, options.limits, options.on_conflict)
+            written = await apply_shard(
+                self._db, memory, path, options.limits, options.on_conflict, self._after
+            )
         return ImportReport(
             manifest=plan.manifest,
             dry_run=options.dry_run,

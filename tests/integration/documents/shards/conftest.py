@@ -13,13 +13,15 @@ from fortemi.documents.shards import ShardService
 from fortemi.platform.database import Database
 from fortemi.platform.memories import MemoryService
 from fortemi.platform.notes import NoteService
+from fortemi.retrieval.sets import EmbeddingSets
 
 _names = itertools.count()
 
 
 @pytest.fixture
 def shards(db: Database) -> ShardService:
-    return ShardService(db, producer="fortemi-test")
+    # As the composition root builds it: imported embedding sets get their indexes.
+    return ShardService(db, producer="fortemi-test", after_import=[EmbeddingSets().index_all])
 
 
 @pytest.fixture

@@ -192,13 +192,21 @@ def write_members(path: Path, members: dict[str, bytes], *, reseal: bool = True)
             data = members[entry["path"]]
             entry["sha256"] = hashlib.sha256(data).hexdigest()
             entry["bytes"] = len(data)
-            lines = [json.loads(line) for line in data.splitlines()]
+            tables = [_table_of(line) for line in data.splitlines()]
             for table in entry["tables"]:
-                table["count"] = sum(1 for line in lines if line["table"] == table["name"])
-            entry["count"] = len(lines)
+                table["count"] = tables.count(table["name"])
+            entry["count"] = sum(table["count"] for table in entry["tables"])
         members = {**members, "manifest.json": json.dumps(manifest).encode()}
     with gzip.open(path, "wb") as gz, tarfile.open(fileobj=gz, mode="w|") as tar:
         for name, data in members.items():
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
+
+
+def _table_of(line: bytes) -> str | None:
+    try:
+        table = json.loads(line)["table"]
+    except (ValueError, KeyError, TypeError):
+        return None  # a forged line: counted nowhere
+    return str(table)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fortemi.documents.shards import ImportOptions, ShardService
+from fortemi.documents.shards import ImportOptions, Limits, ShardService
 from fortemi.platform.database import Database
 from fortemi.platform.errors import BadUserInput, Conflict, FortemiError
 from fortemi.platform.notes import NoteDraft, NotePatch, NoteService
@@ -232,3 +232,73 @@ def _truncated(shard: Path, cut: Path) -> Path:
     data = shard.read_bytes()
     cut.write_bytes(data[: len(data) * 2 // 3])
     return cut
+
+
+async def test_counts_that_disagree_with_the_rows_are_refused(
+    db: Database, shards: ShardService, shard: Path, target: str, tmp_path: Path
+) -> None:
+    members = read_members(shard)
+    manifest = json.loads(members["manifest.json"])
+    links = next(c for c in manifest["components"] if c["name"] == "links")
+    links["tables"][0]["count"] += 1
+    links["count"] += 1
+    members["manifest.json"] = json.dumps(manifest).encode()
+    forged = tmp_path / "counts.shard"
+    write_members(forged, members, reseal=False)
+    error = await _refused(db, shards, target, forged)
+    assert error.extensions["reason"] == "shard_count_mismatch"
+
+
+async def test_a_shard_over_the_size_limits_is_refused(
+    db: Database, shards: ShardService, shard: Path, target: str
+) -> None:
+    small = ImportOptions(limits=Limits(max_total_bytes=1024))
+    error = await _refused(db, shards, target, shard, small)
+    assert error.extensions["reason"] == "shard_too_large"
+
+
+@pytest.mark.parametrize(
+    ("edit", "reason"),
+    [
+        # a row with a column its table does not list
+        (lambda line: line.replace(b'"row":{', b'"row":{"evil":1,', 1), "shard_bad_row"),
+        # a line that is not JSON
+        (lambda line: line[:-5], "shard_bad_row"),
+        # a row of a table the component does not list
+        (lambda line: line.replace(b'"table":"note"', b'"table":"lex_doc"', 1), "shard_bad_row"),
+    ],
+)
+async def test_rows_that_do_not_match_the_manifest_are_refused(
+    db: Database,
+    shards: ShardService,
+    shard: Path,
+    target: str,
+    tmp_path: Path,
+    edit: object,
+    reason: str,
+) -> None:
+    members = read_members(shard)
+    lines = members["components/notes.jsonl"].splitlines()
+    lines[0] = edit(lines[0])  # type: ignore[operator]
+    members["components/notes.jsonl"] = b"\n".join(lines) + b"\n"
+    forged = tmp_path / "rows.shard"
+    write_members(forged, members)  # checksums and sizes made to match: the rows are wrong
+    error = await _refused(db, shards, target, forged)
+    assert error.extensions["reason"] == reason
+
+
+async def test_a_column_this_memory_does_not_have_is_refused(
+    db: Database, shards: ShardService, shard: Path, target: str, tmp_path: Path
+) -> None:
+    members = read_members(shard)
+    manifest = json.loads(members["manifest.json"])
+    notes = next(c for c in manifest["components"] if c["name"] == "notes")
+    notes["tables"][0]["columns"].append("future")
+    members["manifest.json"] = json.dumps(manifest).encode()
+    members["components/notes.jsonl"] = members["components/notes.jsonl"].replace(
+        b'"row":{', b'"row":{"future":1,'
+    )
+    forged = tmp_path / "future.shard"
+    write_members(forged, members)
+    error = await _refused(db, shards, target, forged)
+    assert error.extensions["reason"] == "shard_unknown_column"

@@ -88,3 +88,19 @@ async def test_core_profile_carries_notes_and_links_and_names_what_it_leaves_out
     assert gone["deleted_at"] is not None
     assert external is None
     assert versions == 0
+
+
+async def test_imported_embedding_sets_get_their_vector_index(
+    db: Database, shards: ShardService, notes: NoteService, memory: str, target: str, tmp_path: Path
+) -> None:
+    await populate(db, notes, memory)
+    path = tmp_path / "s.shard"
+    with path.open("wb") as sink:
+        await shards.export(memory, sink)
+    await shards.import_(target, path, ImportOptions())
+    async with db.memory_transaction(target) as conn:
+        set_id = await conn.fetchval("SELECT id FROM embedding_set")
+        index = await conn.fetchval(
+            "SELECT to_regclass($1)::text", f"chunk_embedding_hnsw_{set_id}"
+        )
+    assert index == f"chunk_embedding_hnsw_{set_id}"
