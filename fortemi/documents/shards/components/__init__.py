@@ -9,6 +9,7 @@ reads the memory migrations and fails on a table neither accounts for.
 from __future__ import annotations
 
 from fortemi.documents.shards.components import (
+    attachments,
     document_types,
     embedding_sets,
     graph,
@@ -51,6 +52,7 @@ COMPONENTS: tuple[Component, ...] = (
     links.COMPONENT,
     graph.COMPONENT,
     document_types.COMPONENT,
+    attachments.COMPONENT,
 )
 
 # Tables a shard never carries because the note triggers rebuild them from the imported

@@ -50,5 +50,8 @@ COMPONENT = Component(
             key=("note_id", "concept_id"),
             refs=(Ref(("note_id",), "note"), _CONCEPT),
         ),
+        # the note version the tagging chain last finished on: without it the graph's
+        # backfill would tag every imported note again
+        Table(name="note_tagged", key=("note_id",), refs=(Ref(("note_id",), "note"),)),
     ),
 )

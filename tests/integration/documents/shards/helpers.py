@@ -20,6 +20,7 @@ from fortemi.platform.database import Database
 from fortemi.platform.notes import NoteDraft, NotePatch, NoteService
 
 SCHEME, TOPIC, SUBTOPIC, COLLECTION = uuid4(), uuid4(), uuid4(), uuid4()
+ATTACHMENT, CHILD_ATTACHMENT = uuid4(), uuid4()
 
 
 async def populate(db: Database, notes: NoteService, memory: str) -> dict[str, UUID]:
@@ -146,6 +147,23 @@ async def populate(db: Database, notes: NoteService, memory: str) -> dict[str, U
             "INSERT INTO document_type (name, category, definition, created_by, updated_by) "
             "VALUES ('notes-x', 'prose', '{\"name\": \"notes-x\"}', 'admin', 'admin')"
         )
+        # An attachment with its blob row and an extracted chunk, and an e-mail child.
+        digest = "ab" * 32
+        await conn.execute("INSERT INTO blob (digest, size) VALUES ($1, 5)", digest)
+        await conn.execute(
+            "INSERT INTO attachment (id, note_id, blob_digest, filename, size, mime_detected, "
+            "document_type, detection_method, detection_confidence, extraction_status, "
+            "extracted_text, extracted_from) VALUES ($1, $2, $3, 'a.txt', 5, 'text/plain', "
+            "'plaintext', 'extension', 0.9, 'done', 'hello', NULL), ($4, $2, $3, 'b.txt', 5, "
+            "'text/plain', 'plaintext', 'extension', 0.9, 'done', 'hello', $1)",
+            ATTACHMENT, a.id, digest, CHILD_ATTACHMENT,
+        )  # fmt: skip
+        await conn.execute(
+            "INSERT INTO attachment_chunk (attachment_id, ordinal, text, start_offset, "
+            "end_offset) VALUES ($1, 0, 'hello', 0, 5)",
+            ATTACHMENT,
+        )
+        await conn.execute("INSERT INTO note_tagged (note_id, version) VALUES ($1, 1)", a.id)
     # A real maintenance run: SNN, PFNET, Louvain communities and its snapshot.
     maintenance = GraphMaintenance(db, VocabularyService(db), MaintenanceSettings())
     report = await maintenance.run(memory, list(Step), allow_aggressive_pruning=True, actor="admin")

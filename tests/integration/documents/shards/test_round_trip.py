@@ -66,7 +66,7 @@ async def test_core_profile_carries_notes_and_links_and_names_what_it_leaves_out
     with path.open("wb") as sink:
         manifest = await shards.export(memory, sink, profile="core-v1")
 
-    assert [c.name for c in manifest.components] == ["notes", "links"]
+    assert [c.name for c in manifest.components] == ["notes", "links", "attachments"]
     loss = {(e.code, e.table): e.rows for e in manifest.loss}
     assert loss[("source-identity-outside-profile", "note")] == 1
     assert loss[("link-embedding-set-outside-profile", "note_link")] == 1
