@@ -1,10 +1,12 @@
-"""The ASGI application: GraphQL, health probes, GraphiQL's files and (embedded default)
-the local issuer."""
+"""The ASGI application: GraphQL, MCP, health probes, GraphiQL's files and (embedded
+default) the local issuer."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
+from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -16,8 +18,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from fortemi.graphql.downloads import attachment_routes
 from fortemi.graphql.picture import GraphPicturePage
 from fortemi.graphql.schema import build_schema
+from fortemi.graphql.shard_download import shard_download_route
 from fortemi.graphql.view import GraphQLView
 from fortemi.http_metrics import RequestMetrics, metrics_endpoint
+from fortemi.mcp.http import McpEndpoint
 from fortemi.runtime import Runtime
 
 __all__ = [
@@ -188,21 +192,34 @@ def create_app(runtime: Runtime) -> Starlette:
             status_code=200 if ready else 503,
         )
 
-    graphql = GraphQLView(build_schema(runtime.settings), runtime.services)
+    schema = build_schema(runtime.settings)
+    graphql = GraphQLView(schema, runtime.services)
+    # MCP tools run their operations through the same schema (see fortemi.mcp.gateway).
+    mcp = McpEndpoint(schema, runtime.services)
     routes: list[BaseRoute] = [
         Route("/healthz", healthz),
         Route("/readyz", readyz),
         Route("/metrics", metrics_endpoint(runtime)),
         Route("/graphql", graphql),
+        shard_download_route(runtime.services),
         WebSocketRoute("/graphql", graphql),
         *attachment_routes(runtime.services),
+        *mcp.routes(),
     ]
     if graphql.ide is not None:
         routes.extend(graphql.ide.routes())
     routes.extend(GraphPicturePage().routes())
     if runtime.issuer is not None:
         routes.extend(runtime.issuer.routes())
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        # MCP's sessions and its note feed live as long as the server serves.
+        async with mcp.running():
+            yield
+
     return Starlette(
+        lifespan=lifespan,
         routes=routes,
         middleware=[
             Middleware(RequestMetrics),

@@ -32,6 +32,7 @@ from fortemi.auth.audit import AuditKeyring, AuditService, AuditWriter
 from fortemi.auth.local_issuer import LocalIssuer
 from fortemi.auth.policy import AccessDecisionEngine, PolicyService, build_policy_service
 from fortemi.auth.tokens import TokenValidator
+from fortemi.console import program_version
 from fortemi.crypto.directory import KeyDirectory
 from fortemi.crypto.service import EncryptionService
 from fortemi.documents.attachments.jobs import (
@@ -44,12 +45,16 @@ from fortemi.documents.attachments.storage import BlobStore, build_blob_store, s
 from fortemi.documents.chunking import CodeChunker
 from fortemi.documents.extraction.library import LibraryExtractor
 from fortemi.documents.service import DocumentTypeService
+from fortemi.documents.shards import ShardService
+from fortemi.documents.shards.jobs import ShardFiles, shard_job_types
+from fortemi.graph.backfill import GraphBackfill, graph_backfill_type, startup_specs
 from fortemi.graph.linking.jobs import linking_followups, linking_job_type
 from fortemi.graph.linking.service import LinkingSettings, NoteLinker
 from fortemi.graph.links import LinkService, WikiLinkIndexer
 from fortemi.graph.maintenance.jobs import maintenance_job_type
 from fortemi.graph.maintenance.plan import MaintenanceSettings
 from fortemi.graph.maintenance.service import GraphMaintenance
+from fortemi.graph.tagging.content_type import DetectedContentTypes
 from fortemi.graph.tagging.jobs import (
     ConceptTaggingEnqueuer,
     concept_tagging_type,
@@ -90,6 +95,7 @@ from fortemi.retrieval.indexing import (
 from fortemi.retrieval.scoped import ScopedRetrieval
 from fortemi.retrieval.search import SearchService
 from fortemi.retrieval.service import ChunkVectorService
+from fortemi.retrieval.sets import EmbeddingSets
 from fortemi.webhooks.delivery import DeliverySettings, webhook_delivery_type
 from fortemi.webhooks.fanout import WebhookFanout
 from fortemi.webhooks.service import WebhookService
@@ -234,6 +240,8 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
                 embedder,
                 tagging,
                 followups=reembed if settings.embed_concepts else None,
+                # The cpu tier's content_type concept: the note's detected document type.
+                content_types=DetectedContentTypes(documents),
                 gate=PendingExtractions(attachments),
             )
         )
@@ -249,6 +257,26 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
         registry.register(
             maintenance_job_type(GraphMaintenance(db, vocabulary, maintenance_settings(settings)))
         )
+        shards = ShardService(
+            db,
+            producer=f"fortemi {program_version()}",
+            after_import=[EmbeddingSets().index_all],
+        )
+        files = ShardFiles.under(settings.home)
+        encryption = EncryptionService(KeyDirectory(db))
+        for job_type in shard_job_types(shards, files, encryption):
+            registry.register(job_type)
+        registry.register(graph_backfill_type(GraphBackfill(db, vectors)))
+        if settings.graph_backfill_on_start:
+            memories = MemoryService(db, Migrations(settings.migrations_dir))
+
+            async def sweeps() -> list[JobSpec]:
+                names = [memory.name for memory in await memories.list()]
+                return startup_specs(names, limit=settings.graph_backfill_limit)
+
+            # Notes without their tagging or links (written before the graph, or whose jobs
+            # were lost) get them: one deduplicated sweep per memory at each worker start.
+            registry.on_start(sweeps)
         return registry
 
     return factory

@@ -57,6 +57,7 @@ from fortemi.graphql.policies import PolicyMutation, PolicyQuery
 from fortemi.graphql.principal import PrincipalQuery
 from fortemi.graphql.retrieve import RetrieveQuery
 from fortemi.graphql.search import SearchQuery
+from fortemi.graphql.shards import ShardMutation
 from fortemi.graphql.vault_links import VaultLinkQuery
 from fortemi.graphql.vault_sync import VaultSyncMutation
 from fortemi.graphql.vocabulary import VocabularyMutation, VocabularyQuery
@@ -102,6 +103,7 @@ Mutation = merge_types(
         VaultSyncMutation,
         DocumentTypeMutation,
         AttachmentMutation,
+        ShardMutation,
         KeyMutation,
     ),
 )

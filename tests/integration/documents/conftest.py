@@ -1,8 +1,10 @@
-"""Attachment services over the session's PostgreSQL, with a blob store per test."""
+"""Attachment services over the session's PostgreSQL, with a blob store per test, and the
+service doubles the extraction adapters talk to over real sockets."""
 
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 from pathlib import Path
 from uuid import UUID
 
@@ -17,6 +19,23 @@ from fortemi.platform.notes import NoteDraft, NoteService
 from fortemi.platform.settings import Settings
 from fortemi.retrieval.chunking import chunk_text
 from fortemi.runtime import job_registry
+from tests.support.ollama_double import OllamaDouble
+from tests.support.whisper_double import WhisperDouble
+
+WHISPER_KEY = "whisper-test-key"
+
+
+@pytest.fixture(scope="module")
+def ollama_double() -> Iterator[OllamaDouble]:
+    with OllamaDouble() as double:
+        double.vision.update({"llava-test", "ocr-test"})
+        yield double
+
+
+@pytest.fixture(scope="module")
+def whisper_double() -> Iterator[WhisperDouble]:
+    with WhisperDouble(api_key=WHISPER_KEY) as double:
+        yield double
 
 
 class Upload:

@@ -114,8 +114,8 @@ async def test_a_corrupt_file_fails_its_own_job_with_a_clear_reason_and_nothing_
 async def test_a_file_without_an_adapter_is_skipped_with_the_reason(
     attachments: AttachmentService, documents: DocumentTypeService, memory: str, note_id: UUID
 ) -> None:
-    png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + b"\x00" * 40
-    stored = await _attach(attachments, memory, note_id, "pixel.png", png)
+    bytecode = bytes.fromhex("a70d0d0a") + b"\x00" * 60  # a .pyc: its type extracts nothing
+    stored = await _attach(attachments, memory, note_id, "module.pyc", bytecode)
     outcome = await _extract(attachments, documents, memory, stored)
     assert outcome.kind == "success"
     after = await attachments.get(memory, stored.id)
