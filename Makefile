@@ -1,8 +1,8 @@
 # Two entry points, both working on a fresh machine with only Python >= 3.11, pip and make:
 #   make serve   set up .venv and run the server on the embedded PostgreSQL + Redis
 #   make test    set up .venv with the dev tools (and Chromium for the GraphiQL test) and run
-#                the linters and the whole test suite (its GraphQL-over-HTTP audit also needs
-#                Node >= 18 and npm)
+#                the linters and the whole test suite (its GraphQL-over-HTTP audit and MCP
+#                Inspector check also need Node >= 18 and npm)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -31,7 +31,14 @@ $(AUDIT)/node_modules/.package-lock.json: $(AUDIT)/package-lock.json
 	fi
 	npm ci --prefix $(AUDIT) --no-audit --no-fund
 
-$(VENV)/.dev: $(VENV)/.runtime $(AUDIT)/node_modules/.package-lock.json
+# The MCP Inspector's CLI (tests/mcp-inspector), a third-party MCP client the tests drive;
+# its postinstall only fetches the web UI's clients, which the CLI does not use.
+INSPECTOR := tests/mcp-inspector
+
+$(INSPECTOR)/node_modules/.package-lock.json: $(INSPECTOR)/package-lock.json $(AUDIT)/node_modules/.package-lock.json
+	npm ci --prefix $(INSPECTOR) --no-audit --no-fund --ignore-scripts
+
+$(VENV)/.dev: $(VENV)/.runtime $(AUDIT)/node_modules/.package-lock.json $(INSPECTOR)/node_modules/.package-lock.json
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 

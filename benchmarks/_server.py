@@ -60,7 +60,8 @@ async def _serve(args: argparse.Namespace) -> None:
         host="127.0.0.1",
         port=args.port,
         http=args.http,
-        lifespan="off",
+        # Fortemi's lifespan runs its MCP session manager; the other apps have none.
+        lifespan="on" if args.app == "fortemi" else "off",
         log_level="warning",
         access_log=False,
         server_header=False,

@@ -32,6 +32,9 @@ class RequestTrace:
     client_addr: str | None = None
     job_id: str | None = None
     client_request_id: str | None = None  # the client's X-Request-Id, kept apart
+    # What the caller invoked when it is not a GraphQL field (an MCP tool: "mcp:<tool>"),
+    # recorded in the decision's details so auditors see which tool acted.
+    operation: str | None = None
 
 
 def _now() -> datetime:
@@ -174,6 +177,7 @@ class Authorizer:
             job_id=trace.job_id,
             client_request_id=trace.client_request_id,
             details={
+                **_operation(trace),
                 "memory_notes": scope.memory,
                 "projects": sorted(scope.projects.names),
                 "projects_listed_are_readable": scope.projects.listed_are_readable,
@@ -203,8 +207,15 @@ class Authorizer:
             client_addr=trace.client_addr,
             job_id=trace.job_id,
             client_request_id=trace.client_request_id,
-            details={"policy_source": decision.policy_source} if decision.policy_source else {},
+            details={
+                **_operation(trace),
+                **({"policy_source": decision.policy_source} if decision.policy_source else {}),
+            },
         )
+
+
+def _operation(trace: RequestTrace) -> dict[str, str]:
+    return {"operation": trace.operation} if trace.operation else {}
 
 
 def forbidden(decision: Decision) -> Forbidden:

@@ -87,7 +87,7 @@ async def _serve_async(settings: Settings, urls: Any, *, workers: bool) -> None:
             app,
             host=settings.host,
             port=settings.port,
-            lifespan="off",
+            lifespan="on",  # the app's lifespan runs the MCP session manager
             log_level=settings.log_level.lower(),
             # uvicorn's loggers propagate to ours, so its lines share our format.
             log_config=None,

@@ -67,6 +67,7 @@ class Context:
     principal: Principal | None = None
     memory_name: str | None = None  # as asked for (header / connection_init), unvalidated
     connection_params: dict[str, Any] | None = None  # set by the WebSocket protocol handler
+    operation: str | None = None  # recorded with each decision (see RequestTrace.operation)
     _memory: str | None = field(default=None, repr=False)
     _entered: set[str] = field(default_factory=set, repr=False)
     _visibility: dict[str, NoteVisibility] = field(default_factory=dict, repr=False)
@@ -87,6 +88,7 @@ class Context:
             trace_id=self.request_id,
             client_addr=client.host if client else None,
             client_request_id=self.client_request_id,
+            operation=self.operation,
         )
 
     async def memory(self) -> str:

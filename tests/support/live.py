@@ -19,10 +19,17 @@ def _free_port() -> int:
 
 
 @contextlib.asynccontextmanager
-async def serve(app: ASGIApp) -> AsyncIterator[str]:
-    """``app`` served by uvicorn in this event loop; yields ``host:port``, stops on exit."""
+async def serve(app: ASGIApp, *, lifespan: bool = False) -> AsyncIterator[str]:
+    """``app`` served by uvicorn in this event loop; yields ``host:port``, stops on exit.
+    ``lifespan``: run the app's lifespan (MCP's session manager lives in it)."""
     port = _free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="off", log_level="warning")
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        lifespan="on" if lifespan else "off",
+        log_level="warning",
+    )
     server = uvicorn.Server(config)
     # pytest owns SIGINT; uvicorn must not capture it.
     server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]

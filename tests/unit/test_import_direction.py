@@ -10,6 +10,7 @@ against :data:`ALLOWED`:
 * a feature folder imports ``platform``, ``auth``, ``inference`` and another feature's
   ``service`` module only (never its repository, models or SQL);
 * ``graphql`` imports the features, ``auth`` and ``platform``;
+* ``mcp`` (tools that run GraphQL operations) imports ``graphql`` and what it may;
 * the edge modules (:data:`EDGE`) import everything: ``runtime.py`` (the composition root),
   the ``cli`` package and ``__main__.py`` (the command line), ``app.py`` (the ASGI application it
   serves) and ``http_metrics.py`` (the ``/metrics`` endpoint, which reads the runtime).
@@ -41,6 +42,7 @@ ALLOWED: Mapping[str, frozenset[str]] = {
     "inference": frozenset({"platform"}),
     "workers": frozenset({"platform"}),
     "graphql": FEATURES | {"auth", "platform"},
+    "mcp": FEATURES | {"graphql", "auth", "platform"},
     **{feature: frozenset({"platform", "auth", "inference"}) for feature in FEATURES},
 }
 
@@ -52,6 +54,7 @@ _RULES: Mapping[str, str] = {
     "inference": "inference imports platform only",
     "workers": "workers imports platform only (it runs what the composition root registers)",
     "graphql": "graphql imports the features, auth and platform only",
+    "mcp": "mcp imports graphql, the features, auth and platform only",
 }
 _FEATURE_RULE = (
     "a feature imports platform, auth, inference and another feature's service module only"

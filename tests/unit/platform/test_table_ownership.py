@@ -71,7 +71,7 @@ OWNERS: Mapping[str, tuple[str, ...]] = {
         ),
         _LINK_GRAPH,
     ),
-    "document_type": ("documents",),
+    **dict.fromkeys(("document_type", "blob", "attachment", "attachment_chunk"), ("documents",)),
     # Which note version the tagging chain last finished on (the backfill sweep reads it).
     "note_tagged": ("graph/tagging",),
 }

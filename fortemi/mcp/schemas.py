@@ -1,0 +1,117 @@
+"""A tool's input schema, derived from its GraphQL operation's variables.
+
+A tool's arguments *are* the operation's variables: the JSON Schema a model sees is built
+from the same types GraphQL coerces them against (enums as string enums, input objects as
+closed objects, non-null as required), with the descriptions of the schema's arguments
+and input fields. So the schema cannot drift from what the server accepts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from graphql import (
+    FieldNode,
+    GraphQLArgument,
+    GraphQLEnumType,
+    GraphQLInputField,
+    GraphQLInputObjectType,
+    GraphQLInputType,
+    GraphQLList,
+    GraphQLNonNull,
+    GraphQLScalarType,
+    GraphQLSchema,
+    OperationDefinitionNode,
+    value_from_ast_untyped,
+)
+from graphql.utilities import type_from_ast
+
+__all__ = ["input_schema"]
+
+_SCALARS: Mapping[str, dict[str, Any]] = {
+    "String": {"type": "string"},
+    "ID": {"type": "string"},
+    "Int": {"type": "integer"},
+    "Float": {"type": "number"},
+    "Boolean": {"type": "boolean"},
+    "DateTime": {"type": "string", "format": "date-time"},
+    "JSON": {},
+}
+# Input objects nest no deeper than this in a schema (ConceptFilter refers to itself).
+_MAX_DEPTH = 4
+
+
+def _json_schema(kind: GraphQLInputType, depth: int) -> dict[str, Any]:
+    if isinstance(kind, GraphQLNonNull):
+        return _json_schema(kind.of_type, depth)
+    if isinstance(kind, GraphQLList):
+        return {"type": "array", "items": _json_schema(kind.of_type, depth)}
+    if isinstance(kind, GraphQLEnumType):
+        return {"type": "string", "enum": list(kind.values)}
+    if isinstance(kind, GraphQLInputObjectType):
+        if depth >= _MAX_DEPTH:
+            return {"type": "object"}
+        return _object(kind.fields, depth + 1)
+    if isinstance(kind, GraphQLScalarType):
+        return dict(_SCALARS.get(kind.name, {"type": "string"}))
+    return {}
+
+
+def _described(
+    schema: dict[str, Any], field: GraphQLInputField | GraphQLArgument | None
+) -> dict[str, Any]:
+    if field is not None and field.description:
+        schema["description"] = field.description
+    return schema
+
+
+def _object(fields: Mapping[str, GraphQLInputField], depth: int) -> dict[str, Any]:
+    properties = {
+        name: _described(_json_schema(field.type, depth), field) for name, field in fields.items()
+    }
+    required = [
+        name
+        for name, field in fields.items()
+        if isinstance(field.type, GraphQLNonNull) and field.default_value is None
+    ]
+    out: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        out["required"] = required
+    out["additionalProperties"] = False
+    return out
+
+
+def input_schema(
+    schema: GraphQLSchema,
+    operation: OperationDefinitionNode,
+    descriptions: Mapping[str, str],
+) -> dict[str, Any]:
+    """The JSON Schema of ``operation``'s variables. A variable is described by
+    ``descriptions`` (by name), else by the root field argument of the same name."""
+    root = schema.mutation_type if operation.operation.value == "mutation" else schema.query_type
+    arguments: dict[str, GraphQLArgument] = {}
+    if root is not None:
+        for selection in operation.selection_set.selections:
+            if isinstance(selection, FieldNode) and selection.name.value in root.fields:
+                arguments.update(root.fields[selection.name.value].args)
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for definition in operation.variable_definitions or ():
+        name = definition.variable.name.value
+        kind = type_from_ast(schema, definition.type)
+        if kind is None:  # a document of ours naming a type the schema lacks: a bug
+            raise ValueError(f"variable ${name} has an unknown type")
+        prop = _described(_json_schema(kind, 0), arguments.get(name))  # type: ignore[arg-type]
+        if name in descriptions:
+            prop["description"] = descriptions[name]
+        if definition.default_value is not None:
+            prop["default"] = value_from_ast_untyped(definition.default_value)
+        elif isinstance(kind, GraphQLNonNull):
+            required.append(name)
+        properties[name] = prop
+    out: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        out["required"] = required
+    out["additionalProperties"] = False
+    return out
