@@ -104,7 +104,7 @@ class Gateway:
             operation=audit_name,
         )
         result = await self.schema.execute(
-            document,
+            query=document,
             variable_values=dict(variables),
             context_value=context,
             operation_name=operation,
