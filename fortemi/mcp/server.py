@@ -22,6 +22,7 @@ from mcp.shared.exceptions import MCPError
 from starlette.requests import Request
 
 from fortemi.graphql.services import Services
+from fortemi.mcp.feed import NoteFeed
 from fortemi.mcp.gateway import Gateway, Outcome, not_found
 from fortemi.mcp.prompts import PROMPTS, render_prompt
 from fortemi.mcp.resources import NoteUri, read_note, recent_notes
@@ -84,13 +85,14 @@ def _result(gateway: Gateway, spec: ToolSpec, outcome: Outcome) -> types.CallToo
     )
 
 
-def build_server(schema: strawberry.Schema, services: Services) -> tuple[Server[Any], Any]:
-    """The server and the bus its resource-change notifications are published on."""
+def build_server(schema: strawberry.Schema, services: Services) -> tuple[Server[Any], NoteFeed]:
+    """The server, and the feed of note changes to its subscribers (stopped by its owner)."""
     gateway = Gateway(schema, services)
     specs = {spec.name: spec for spec in TOOLS}
     tools = [_tool(schema, spec) for spec in TOOLS]
     bus = InMemorySubscriptionBus()
     listen = ListenHandler(bus)
+    feed = NoteFeed(services.events, bus)
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -178,4 +180,4 @@ def build_server(schema: strawberry.Schema, services: Services) -> tuple[Server[
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
     )
-    return server, bus
+    return server, feed
