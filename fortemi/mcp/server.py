@@ -26,7 +26,7 @@ from fortemi.mcp.feed import NoteFeed
 from fortemi.mcp.gateway import Gateway, Outcome, not_found
 from fortemi.mcp.prompts import PROMPTS, render_prompt
 from fortemi.mcp.resources import NoteUri, read_note, recent_notes
-from fortemi.mcp.schemas import input_schema
+from fortemi.mcp.schemas import input_schema, output_schema
 from fortemi.mcp.tools import TOOLS, ToolSpec
 
 __all__ = ["build_server"]
@@ -59,6 +59,7 @@ def _tool(schema: strawberry.Schema, spec: ToolSpec) -> types.Tool:
         name=spec.name,
         description=spec.description,
         input_schema=inputs,
+        output_schema=output_schema(schema._schema, operation),
         annotations=types.ToolAnnotations(
             read_only_hint=spec.read_only,
             destructive_hint=False,
