@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -25,6 +27,29 @@ from tests.support.policies import FIXTURE_POLICIES
 from tests.support.settings import settings_with
 
 __all__ = ["pytest_sessionfinish", "pytest_sessionstart"]  # hooks, found here by name
+
+_OWN_BASETEMP = pytest.StashKey[Path]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Give the session a temporary root of its own unless ``--basetemp`` names one.
+
+    Run as root, pgserver starts PostgreSQL as its own system user and opens the data
+    directory's parents to it. pytest's shared root (``/tmp/pytest-of-<user>``) is set back
+    to mode 0700 by every other pytest run that starts meanwhile, and the running server
+    then loses its data directory (PANIC on pg_control, every later test an error). A root
+    no other run touches keeps concurrent sessions on one machine apart.
+    """
+    if config.option.basetemp is None and not hasattr(config, "workerinput"):
+        own = Path(tempfile.mkdtemp(prefix="fortemi-tests-"))
+        config.option.basetemp = str(own)
+        config.stash[_OWN_BASETEMP] = own
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    own = config.stash.get(_OWN_BASETEMP, None)
+    if own is not None:
+        shutil.rmtree(own, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
