@@ -10,6 +10,8 @@ failure is a JSON-RPC error carrying the same code in its ``data``.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import mcp_types as types
@@ -23,7 +25,8 @@ from starlette.requests import Request
 
 from fortemi.graphql.services import Services
 from fortemi.mcp.feed import NoteFeed
-from fortemi.mcp.gateway import Gateway, Outcome, not_found
+from fortemi.mcp.gateway import Gateway, Outcome, bad_input, not_found
+from fortemi.mcp.jobs import MAX_WAIT_SECONDS, RECHECK_SECONDS, follow_job, job_ended
 from fortemi.mcp.prompts import PROMPTS, render_prompt
 from fortemi.mcp.resources import NoteUri, read_note, recent_notes
 from fortemi.mcp.schemas import input_schema, output_schema
@@ -54,6 +57,7 @@ def _tool(schema: strawberry.Schema, spec: ToolSpec) -> types.Tool:
     if not isinstance(operation, OperationDefinitionNode):  # a document of ours: a bug
         raise TypeError(f"{spec.name}: not an operation")
     inputs = input_schema(schema._schema, operation, spec.descriptions)
+    inputs["properties"].update(spec.extra)
     inputs["properties"]["memory"] = _MEMORY_ARGUMENT
     return types.Tool(
         name=spec.name,
@@ -86,6 +90,39 @@ def _result(gateway: Gateway, spec: ToolSpec, outcome: Outcome) -> types.CallToo
     )
 
 
+async def _waited(
+    ctx: ServerRequestContext[Any, Any],
+    services: Services,
+    run: Callable[[], Awaitable[Outcome]],
+    outcome: Outcome,
+    seconds: int,
+) -> Outcome:
+    """The job read again until it has ended or ``seconds`` have passed."""
+    token = (ctx.meta or {}).get("progress_token")
+
+    async def progress(done: float, message: str | None) -> None:
+        if token is not None:
+            await ctx.session.send_progress_notification(
+                token,
+                done,
+                100,
+                message,
+                # The id as the request carried it (an int stays an int), as the SDK's own
+                # ListenHandler passes it: the transport routes by it; the hint says str.
+                related_request_id=ctx.request_id,  # type: ignore[arg-type]
+            )
+
+    deadline = time.monotonic() + seconds
+    while not outcome.failed and not job_ended(outcome.data):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        job_id = str((outcome.data or {}).get("job", {}).get("id", ""))
+        await follow_job(services.events, job_id, min(left, RECHECK_SECONDS), progress)
+        outcome = await run()
+    return outcome
+
+
 def build_server(schema: strawberry.Schema, services: Services) -> tuple[Server[Any], NoteFeed]:
     """The server, and the feed of note changes to its subscribers (stopped by its owner)."""
     gateway = Gateway(schema, services)
@@ -108,14 +145,25 @@ def build_server(schema: strawberry.Schema, services: Services) -> tuple[Server[
             raise MCPError(types.INVALID_PARAMS, f"No tool {params.name!r}; see tools/list")
         arguments = dict(params.arguments or {})
         memory = arguments.pop("memory", None)
-        outcome = await gateway.run(
-            _request(ctx),
-            spec.name,
-            spec.document,
-            arguments,
-            memory=memory if isinstance(memory, str) else None,
-            audit_name=f"mcp:{spec.name}",
-        )
+        extra = {name: arguments.pop(name) for name in spec.extra if name in arguments}
+        request = _request(ctx)
+
+        async def run() -> Outcome:
+            return await gateway.run(
+                request,
+                spec.name,
+                spec.document,
+                arguments,
+                memory=memory if isinstance(memory, str) else None,
+                audit_name=f"mcp:{spec.name}",
+            )
+
+        outcome = await run()
+        wait = extra.get("waitSeconds", 0)
+        if spec.name == "job_status" and wait:
+            if not isinstance(wait, int) or not 0 <= wait <= MAX_WAIT_SECONDS:
+                raise bad_input(f"waitSeconds must be a whole number 0..{MAX_WAIT_SECONDS}")
+            outcome = await _waited(ctx, services, run, outcome, wait)
         return _result(gateway, spec, outcome)
 
     async def list_resources(
