@@ -84,7 +84,9 @@ class McpEndpoint:
                 "bearer_methods_supported": ["header"],
                 "resource_name": "Fortemi",
             },
-            headers={"Cache-Control": "public, max-age=3600"},
+            # Not cacheable by shared caches: without FORTEMI_PUBLIC_URL it names the host the
+            # request was sent to.
+            headers={"Cache-Control": "private, max-age=3600"},
         )
 
     @contextlib.asynccontextmanager
