@@ -166,13 +166,14 @@ async def _measure(
     rows: list[list[str]] = []
     verdicts: list[list[str]] = []
     for operation, (mcp_call, graphql_call) in operations.items():
-        await _timed(mcp_call, args.warmup, None, server)
-        await _timed(graphql_call, args.warmup, None, server)
         mcp, graphql = Samples(), Samples()
-        for start in range(0, args.calls, args.block):
-            size = min(args.block, args.calls - start)
-            await _timed(mcp_call, size, mcp, server)
-            await _timed(graphql_call, size, graphql, server)
+        # Warm-up blocks first, uncounted; blocks stay short, as an idle keep-alive
+        # connection is closed by uvicorn after 5 s.
+        for total, into in ((args.warmup, None), (args.calls, (mcp, graphql))):
+            for start in range(0, total, args.block):
+                size = min(args.block, total - start)
+                await _timed(mcp_call, size, into and into[0], server)
+                await _timed(graphql_call, size, into and into[1], server)
         ratio_row, p50 = _ratio(mcp, graphql)
         rows += [
             _row(operation, "GraphQL over HTTP", graphql),
@@ -194,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--notes", type=int, default=500, help="notes in the memory")
     parser.add_argument("--calls", type=int, default=1000, help="timed calls per row")
     parser.add_argument("--warmup", type=int, default=100, help="uncounted calls per row")
-    parser.add_argument("--block", type=int, default=100, help="calls per alternating block")
+    parser.add_argument("--block", type=int, default=50, help="calls per alternating block")
     parser.add_argument("--seed", type=int, default=1, help="RNG seed for the notes")
     parser.add_argument("--home", help="FORTEMI_HOME to use (default: a fresh temporary one)")
     server_options(parser)
