@@ -65,7 +65,7 @@ async def test_tools_are_listed_with_input_schemas_from_graphql(
     assert output is not None
     hit = output["properties"]["search"]["properties"]["hits"]["items"]
     assert hit["properties"]["score"] == {"type": "number"}
-    assert hit["properties"]["chunk"] == {"anyOf": [{"type": "string"}, {"type": "null"}]}
+    assert hit["properties"]["chunk"] == {"type": ["string", "null"]}
     assert tools["capture_note"].annotations is not None
     assert tools["capture_note"].annotations.read_only_hint is False
 
