@@ -41,9 +41,11 @@ class RawPoster:
         self._head = head
 
     @classmethod
-    async def open(cls, host: str, port: int, headers: dict[str, str]) -> RawPoster:
+    async def open(
+        cls, host: str, port: int, headers: dict[str, str], path: str = "/graphql"
+    ) -> RawPoster:
         reader, writer = await asyncio.open_connection(host, port)
-        lines = ["POST /graphql HTTP/1.1", f"host: {host}:{port}"]
+        lines = [f"POST {path} HTTP/1.1", f"host: {host}:{port}"]
         lines += [f"{name}: {value}" for name, value in headers.items()]
         return cls(reader, writer, ("\r\n".join(lines) + "\r\n").encode("latin-1"))
 

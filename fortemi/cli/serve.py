@@ -110,7 +110,10 @@ async def _banner(server: Any, runtime: Any) -> None:
     while not server.started:  # noqa: ASYNC110 - uvicorn exposes a flag, not an event
         await asyncio.sleep(0.05)
     settings = runtime.settings
-    lines = [f"Fortemi GraphQL: {settings.base_url}/graphql"]
+    lines = [
+        f"Fortemi GraphQL: {settings.base_url}/graphql",
+        f"MCP for agents: {settings.base_url}/mcp (stdio: fortemi mcp, with FORTEMI_TOKEN)",
+    ]
     if not settings.is_production:
         lines.append("GraphiQL: open the URL above in a browser; paste the token into its field")
     if runtime.issuer is not None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
+import orjson
 import strawberry
 from graphql import GraphQLError
 from mcp.shared.exceptions import MCPError
@@ -104,7 +105,7 @@ class Gateway:
             operation=audit_name,
         )
         result = await self.schema.execute(
-            document,
+            query=document,
             variable_values=dict(variables),
             context_value=context,
             operation_name=operation,
@@ -116,10 +117,12 @@ class Gateway:
         """The outcome as JSON text, or RESPONSE_TOO_LARGE in its place, as GraphQL answers
         a response over ``FORTEMI_MAX_RESPONSE_BYTES``."""
         body = {"data": outcome.data} if not outcome.failed else {"errors": outcome.errors}
-        text = json.dumps(body, separators=(",", ":"), ensure_ascii=False, default=str)
+        # orjson, as the GraphQL endpoint encodes responses: the stdlib encoder took a
+        # millisecond of a search result's budget.
+        encoded = orjson.dumps(body, default=str)
         limit = self.services.settings.max_response_bytes
-        if len(text.encode("utf-8")) <= limit:
-            return text, outcome
+        if len(encoded) <= limit:
+            return encoded.decode("utf-8"), outcome
         refused = Outcome(
             None,
             [

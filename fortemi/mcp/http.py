@@ -17,7 +17,6 @@ A session belongs to the principal that opened it (the SDK answers 404 to anyone
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
@@ -29,7 +28,6 @@ import strawberry
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -38,9 +36,8 @@ from starlette.types import Receive, Scope, Send
 from fortemi.auth.principal import Principal
 from fortemi.auth.tokens import bearer_token
 from fortemi.graphql.services import Services
-from fortemi.mcp.resources import NoteUri
 from fortemi.mcp.server import build_server
-from fortemi.platform.errors import FortemiError, Unauthenticated
+from fortemi.platform.errors import Unauthenticated
 
 __all__ = ["MCP_PATH", "McpEndpoint"]
 
@@ -53,11 +50,11 @@ METADATA_PATH = "/.well-known/oauth-protected-resource"
 class McpEndpoint:
     """The ``/mcp`` ASGI endpoint and its metadata routes. :meth:`running` must be
     entered (the app's lifespan does) before it serves: it owns the SDK's session task
-    group and the feed of note changes to subscribers."""
+    group and stops the feed of note changes to subscribers."""
 
     def __init__(self, schema: strawberry.Schema, services: Services) -> None:
         self.services = services
-        self.server, self.bus = build_server(schema, services)
+        self.server, self.feed = build_server(schema, services)
         settings = services.settings
         # No DNS-rebinding host check: that guards servers trusting ambient credentials
         # (cookies, loopback); every request here carries its own bearer token.
@@ -87,21 +84,21 @@ class McpEndpoint:
                 "bearer_methods_supported": ["header"],
                 "resource_name": "Fortemi",
             },
-            headers={"Cache-Control": "public, max-age=3600"},
+            # Not cacheable by shared caches: without FORTEMI_PUBLIC_URL it names the host the
+            # request was sent to.
+            headers={"Cache-Control": "private, max-age=3600"},
         )
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         async with self.manager.run():
             self._running = True
-            feed = asyncio.create_task(_feed(self.services, self.bus), name="mcp-note-feed")
+            self.feed.start()
             try:
                 yield
             finally:
                 self._running = False
-                feed.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await feed
+                await self.feed.stop()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope)
@@ -150,19 +147,3 @@ def _access_token(principal: Principal) -> AccessToken:
         subject=principal.sub,
         claims={"iss": principal.issuer},
     )
-
-
-async def _feed(services: Services, bus: InMemorySubscriptionBus) -> None:
-    """Note changes on the event bus, as ``ResourceUpdated`` for listening subscribers.
-    The SDK delivers each only to streams that subscribed to that URI, which were
-    allowed to read the note when they subscribed."""
-    while True:
-        try:
-            async for event in services.events.subscribe():
-                if event.entity_type == "note" and event.memory:
-                    await bus.publish(ResourceUpdated(str(NoteUri(event.memory, event.entity_id))))
-        except FortemiError:
-            # Redis unreachable or events lost: notifications are hints, not the record;
-            # subscribers re-read. Try again shortly.
-            log.warning("note events unavailable to MCP subscribers; retrying")
-            await asyncio.sleep(1.0)

@@ -10,6 +10,8 @@ failure is a JSON-RPC error carrying the same code in its ``data``.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import mcp_types as types
@@ -22,10 +24,12 @@ from mcp.shared.exceptions import MCPError
 from starlette.requests import Request
 
 from fortemi.graphql.services import Services
-from fortemi.mcp.gateway import Gateway, Outcome, not_found
+from fortemi.mcp.feed import NoteFeed
+from fortemi.mcp.gateway import Gateway, Outcome, bad_input, not_found
+from fortemi.mcp.jobs import MAX_WAIT_SECONDS, RECHECK_SECONDS, follow_job, job_ended
 from fortemi.mcp.prompts import PROMPTS, render_prompt
 from fortemi.mcp.resources import NoteUri, read_note, recent_notes
-from fortemi.mcp.schemas import input_schema
+from fortemi.mcp.schemas import input_schema, output_schema
 from fortemi.mcp.tools import TOOLS, ToolSpec
 
 __all__ = ["build_server"]
@@ -53,11 +57,13 @@ def _tool(schema: strawberry.Schema, spec: ToolSpec) -> types.Tool:
     if not isinstance(operation, OperationDefinitionNode):  # a document of ours: a bug
         raise TypeError(f"{spec.name}: not an operation")
     inputs = input_schema(schema._schema, operation, spec.descriptions)
+    inputs["properties"].update(spec.extra)
     inputs["properties"]["memory"] = _MEMORY_ARGUMENT
     return types.Tool(
         name=spec.name,
         description=spec.description,
         input_schema=inputs,
+        output_schema=output_schema(schema._schema, operation),
         annotations=types.ToolAnnotations(
             read_only_hint=spec.read_only,
             destructive_hint=False,
@@ -84,13 +90,47 @@ def _result(gateway: Gateway, spec: ToolSpec, outcome: Outcome) -> types.CallToo
     )
 
 
-def build_server(schema: strawberry.Schema, services: Services) -> tuple[Server[Any], Any]:
-    """The server and the bus its resource-change notifications are published on."""
+async def _waited(
+    ctx: ServerRequestContext[Any, Any],
+    services: Services,
+    run: Callable[[], Awaitable[Outcome]],
+    outcome: Outcome,
+    seconds: int,
+) -> Outcome:
+    """The job read again until it has ended or ``seconds`` have passed."""
+    token = (ctx.meta or {}).get("progress_token")
+
+    async def progress(done: float, message: str | None) -> None:
+        if token is not None:
+            await ctx.session.send_progress_notification(
+                token,
+                done,
+                100,
+                message,
+                # The id as the request carried it (an int stays an int), as the SDK's own
+                # ListenHandler passes it: the transport routes by it; the hint says str.
+                related_request_id=ctx.request_id,  # type: ignore[arg-type]
+            )
+
+    deadline = time.monotonic() + seconds
+    while not outcome.failed and not job_ended(outcome.data):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        job_id = str((outcome.data or {}).get("job", {}).get("id", ""))
+        await follow_job(services.events, job_id, min(left, RECHECK_SECONDS), progress)
+        outcome = await run()
+    return outcome
+
+
+def build_server(schema: strawberry.Schema, services: Services) -> tuple[Server[Any], NoteFeed]:
+    """The server, and the feed of note changes to its subscribers (stopped by its owner)."""
     gateway = Gateway(schema, services)
     specs = {spec.name: spec for spec in TOOLS}
     tools = [_tool(schema, spec) for spec in TOOLS]
     bus = InMemorySubscriptionBus()
     listen = ListenHandler(bus)
+    feed = NoteFeed(services.events, bus)
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -105,14 +145,25 @@ def build_server(schema: strawberry.Schema, services: Services) -> tuple[Server[
             raise MCPError(types.INVALID_PARAMS, f"No tool {params.name!r}; see tools/list")
         arguments = dict(params.arguments or {})
         memory = arguments.pop("memory", None)
-        outcome = await gateway.run(
-            _request(ctx),
-            spec.name,
-            spec.document,
-            arguments,
-            memory=memory if isinstance(memory, str) else None,
-            audit_name=f"mcp:{spec.name}",
-        )
+        extra = {name: arguments.pop(name) for name in spec.extra if name in arguments}
+        request = _request(ctx)
+
+        async def run() -> Outcome:
+            return await gateway.run(
+                request,
+                spec.name,
+                spec.document,
+                arguments,
+                memory=memory if isinstance(memory, str) else None,
+                audit_name=f"mcp:{spec.name}",
+            )
+
+        outcome = await run()
+        wait = extra.get("waitSeconds", 0)
+        if spec.name == "job_status" and wait:
+            if not isinstance(wait, int) or not 0 <= wait <= MAX_WAIT_SECONDS:
+                raise bad_input(f"waitSeconds must be a whole number 0..{MAX_WAIT_SECONDS}")
+            outcome = await _waited(ctx, services, run, outcome, wait)
         return _result(gateway, spec, outcome)
 
     async def list_resources(
@@ -178,4 +229,4 @@ def build_server(schema: strawberry.Schema, services: Services) -> tuple[Server[
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
     )
-    return server, bus
+    return server, feed

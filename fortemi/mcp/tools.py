@@ -9,6 +9,7 @@ resolvers, access checks, audit records, validation, cost limits and error codes
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["TOOLS", "ToolSpec"]
 
@@ -21,6 +22,8 @@ class ToolSpec:
     required_result: str | None = None  # a root field whose null means NOT_FOUND
     read_only: bool = True
     descriptions: dict[str, str] = field(default_factory=dict)
+    # Arguments the tool takes beside the operation's variables (JSON Schema by name).
+    extra: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 _NOTE = """id title content format project skill collection tags metadata version
@@ -161,9 +164,20 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "job_status",
         "A background job by id: its status (PENDING, RUNNING, COMPLETED, FAILED, "
-        "CANCELLED), progress 0..100, and its result or failure.",
+        "CANCELLED), progress 0..100, and its result or failure. With waitSeconds, waits "
+        "(sending progress notifications if you asked for them) until the job ends or the "
+        "time is up, then answers.",
         f"query job_status($id: ID!) {{ job(id: $id) {{ {_JOB} }} }}",
         required_result="job",
         descriptions={"id": "The job's id, as reprocess_notes returns it"},
+        extra={
+            "waitSeconds": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 120,
+                "default": 0,
+                "description": "Wait up to this long for the job to end (default: answer now)",
+            }
+        },
     ),
 )

@@ -60,6 +60,12 @@ async def test_tools_are_listed_with_input_schemas_from_graphql(
     assert "requiredTags" in search["properties"]["filter"]["properties"]
     assert search["properties"]["memory"]["type"] == "string"
     assert all(tool.description for tool in listed.tools)
+    # The output schema is the operation's data; the SDK client checks each result with it.
+    output = tools["search_notes"].output_schema
+    assert output is not None
+    hit = output["properties"]["search"]["properties"]["hits"]["items"]
+    assert hit["properties"]["score"] == {"type": "number"}
+    assert hit["properties"]["chunk"] == {"type": ["string", "null"]}
     assert tools["capture_note"].annotations is not None
     assert tools["capture_note"].annotations.read_only_hint is False
 
