@@ -162,6 +162,14 @@ class RetrievalRepository:
         ranked = int(rows[0]["ranked"]) if rows and first is not None else None
         return [(row["note_id"], float(row["score"])) for row in rows], ranked
 
+    async def passing(self, conn: Connection, where: Where) -> set[UUID]:
+        """Which of the notes ``where``'s leading value ($1, uuid[]) names pass it."""
+        rows = await conn.fetch(
+            f"SELECT note.id FROM note WHERE note.id = ANY($1::uuid[]) AND {where.sql()}",  # noqa: S608 - a Where's SQL; values are parameters
+            *where.args,
+        )
+        return {row["id"] for row in rows}
+
     # -- embeddings ------------------------------------------------------------------------
 
     async def nearest(
@@ -303,14 +311,13 @@ class RetrievalRepository:
         self, conn: Connection, note_ids: Sequence[UUID], text: str
     ) -> dict[UUID, str]:
         """For each note, the text of its chunk that best matches ``text``'s words (the
-        first chunk when none does)."""
+        first chunk when none does). Ranked on the chunk's stored tsvector: analysing every
+        chunk's text again cost most of a lexical search's time (100 hits)."""
         rows = await conn.fetch(
             """
             SELECT DISTINCT ON (note_id) note_id, text FROM chunk
             WHERE note_id = ANY($1::uuid[])
-            ORDER BY note_id,
-                     ts_rank(to_tsvector('english', text), websearch_to_tsquery('english', $2))
-                     DESC, ordinal
+            ORDER BY note_id, ts_rank(lex, websearch_to_tsquery('english', $2)) DESC, ordinal
             """,
             list(note_ids),
             text,
@@ -362,7 +369,7 @@ def _upsert_embedding(cast: str) -> Query:
 # occurrence in the query (its weight is the query frequency times the IDF), as Lucene
 # scores a query that repeats a term clause: a question that says "retrieval" three times
 # is mostly about retrieval. Each term's document frequency is one count on the index.
-_TERMS = rf"""
+TERMS_CTE = rf"""
     terms AS (
         SELECT lexeme, sum(qtf)::float8 AS qtf
         FROM (
@@ -388,7 +395,9 @@ _TERMS = rf"""
         GROUP BY lexeme
     )"""  # noqa: S608 - a constant of ours; every value is a parameter
 
-# Okapi BM25 with Lucene's IDF, summed over the query's terms per note.
+# Okapi BM25 with Lucene's IDF, summed over the query's terms per note, rounded to 1e-9 so
+# that sums differing only in the order of addition tie (and ties go by note id), in this
+# statement and in the pruned leg alike (fortemi.retrieval.pruning.quantize).
 _SCORED = """
     weighted AS (
         SELECT terms.lexeme,
@@ -399,8 +408,9 @@ _SCORED = """
     ),
     scored AS (
         SELECT lp.note_id,
-               sum(weighted.weight * lp.tf * ($4::float8 + 1)
+               round(sum(weighted.weight * lp.tf * ($4::float8 + 1)
                    / (lp.tf + $4::float8 * (1 - $5::float8 + $5::float8 * lp.dl / $3::float8)))
+                   * 1e9::float8) / 1e9::float8
                AS score
         FROM weighted JOIN lex_posting lp ON lp.lexeme = weighted.lexeme
         GROUP BY lp.note_id
@@ -425,7 +435,7 @@ def bm25_sql(condition: str | None, fetch: int, first: int | None = None) -> str
             ORDER BY score DESC, note_id LIMIT {int(first)}
         ) AS scored JOIN note ON note.id = scored.note_id WHERE {condition}"""  # noqa: S608
     return f"""
-        WITH {_TERMS},{_SCORED}
+        WITH {TERMS_CTE},{_SCORED}
         SELECT scored.note_id, scored.score{", scored.ranked" if first else ""}
         FROM {source}
         ORDER BY scored.score DESC, scored.note_id
