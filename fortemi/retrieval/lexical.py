@@ -24,7 +24,7 @@ from uuid import UUID
 from fortemi.platform.database import Connection
 from fortemi.platform.notes.models import NoteFilter
 from fortemi.retrieval.conditions import note_conditions
-from fortemi.retrieval.postings import PostingsRepository
+from fortemi.retrieval.postings_repository import PostingsRepository
 from fortemi.retrieval.pruning import SLACK, Cutoff, Shape, Term, cutoffs, upper_bound
 from fortemi.retrieval.query import ParsedQuery
 from fortemi.retrieval.repository import Bm25, RetrievalRepository
@@ -45,6 +45,7 @@ STATS_TTL_SECONDS = 5.0
 EXHAUSTIVE_POSTINGS = 6000  # below this many postings in all, one statement scores them all
 _CANDIDATES = 4  # notes ranked per note wanted before a filter is checked
 RARE_SHARE = 0.1  # a term with at most this share of the query's postings is read whole
+SEED_SHARE = 0.25  # the threshold's statement may touch this share of the postings at most
 
 
 class LexicalPath(StrEnum):
@@ -70,15 +71,19 @@ class LexicalLeg:
         pruning: bool = True,
         exhaustive_postings: int = EXHAUSTIVE_POSTINGS,
         rare_share: float = RARE_SHARE,
+        seed_share: float = SEED_SHARE,
     ) -> None:
         """``pruning``: the default path. A query whose terms have at most
         ``exhaustive_postings`` postings is scored exhaustively; a term with at most
-        ``rare_share`` of the query's postings is rare (read whole by the pruned path)."""
+        ``rare_share`` of the query's postings is rare (read whole by the pruned path); the
+        pruned path runs when reading the rare terms and looking up their notes' other
+        terms touches at most ``seed_share`` of the postings."""
         self._repository = repository
         self._postings = PostingsRepository()
         self._pruning = pruning
         self._exhaustive_postings = exhaustive_postings
         self._rare_share = rare_share
+        self._seed_share = seed_share
         self._stats: dict[str, tuple[float, int, float]] = {}  # memory → (at, docs, avgdl)
 
     async def rank(
@@ -151,21 +156,23 @@ class LexicalLeg:
         )
         if not rare or len(rare) == len(stats):
             return None  # no strong, rare term to set the threshold: nothing to skip
+        # The first statement reads the rare terms' postings and looks up each of their
+        # notes' other terms: it must cost well below scoring everything.
+        seeded = sum(stats[i].df for i in rare) * (1 + len(stats) - len(rare))
+        if seeded > self._seed_share * trace.postings_total:
+            return None
         trace.path = LexicalPath.PRUNED
         terms = [Term(s.lexeme, _weight(s.qtf, s.df, bm25.docs)) for s in stats]
         shape = Shape(bm25.avgdl, bm25.k1, bm25.b)
         # The threshold: the k-th best score of the notes with a rare term, scored whole
-        # (k notes reach it, so the second statement does not come short). With fewer than
-        # k such notes, what the strongest rare term adds once at average length, and the
-        # exhaustive path if fewer than k notes reach that.
+        # (k notes reach it, so the second statement does not come short).
         seed = [Cutoff(math.inf, 0.0) if i in rare else Cutoff(-math.inf, upper_bound(t, shape))
                 for i, t in enumerate(terms)]  # fmt: skip
         first = await self._postings.above(conn, terms, seed, 0.0, shape, k)
         trace.postings_read += first.postings
-        if len(first.found) == k:
-            theta = first.found[-1][1] - SLACK  # below the rounding of its score
-        else:
-            theta = max(terms[i].weight for i in rare)
+        if len(first.found) < k:
+            return None  # too few notes with a rare term to set a threshold
+        theta = first.found[-1][1] - SLACK  # below the rounding of its score
         above = await self._postings.above(
             conn, terms, cutoffs(terms, theta, shape, rare), theta, shape, k
         )

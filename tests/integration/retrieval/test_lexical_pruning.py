@@ -121,7 +121,9 @@ async def _compare(
         await _corpus(notes, memory, texts, changes)
         # No size floor, and a term with at most a third of the query's postings is rare:
         # most queries with a rare and a common word take the pruned path.
-        leg = LexicalLeg(RetrievalRepository(), exhaustive_postings=0, rare_share=0.34)
+        leg = LexicalLeg(
+            RetrievalRepository(), exhaustive_postings=0, rare_share=0.34, seed_share=10.0
+        )
         for text in asked:
             query = parse_query(text)
             async with db.memory_transaction(memory, isolation="repeatable_read") as conn:
@@ -143,7 +145,7 @@ async def test_the_property_exercises_the_pruned_path_with_skipped_postings(
     for i in range(60):
         text = "kettle lantern harbor " * (1 + i % 3) + ("walnut" if i % 20 == 0 else "")
         await notes.create(memory, NoteDraft(content=text), actor="test")
-    leg = LexicalLeg(RetrievalRepository(), exhaustive_postings=0, rare_share=0.1)
+    leg = LexicalLeg(RetrievalRepository(), exhaustive_postings=0, rare_share=0.1, seed_share=1.0)
     query = parse_query("walnut kettle lantern")
     async with db.memory_transaction(memory, isolation="repeatable_read") as conn:
         trace = LexicalTrace()
