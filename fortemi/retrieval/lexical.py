@@ -44,6 +44,7 @@ BM25_B = 0.75
 STATS_TTL_SECONDS = 5.0
 EXHAUSTIVE_POSTINGS = 6000  # below this many postings in all, one statement scores them all
 _CANDIDATES = 4  # notes ranked per note wanted before a filter is checked
+
 RARE_SHARE = 0.1  # a term with at most this share of the query's postings is read whole
 SEED_SHARE = 0.25  # the threshold's statement may touch this share of the postings at most
 
@@ -51,6 +52,13 @@ SEED_SHARE = 0.25  # the threshold's statement may touch this share of the posti
 class LexicalPath(StrEnum):
     PRUNED = "pruned"
     EXHAUSTIVE = "exhaustive"
+
+
+@dataclass(frozen=True, slots=True)
+class _Counted:
+    """The query's terms with their BM25 weights, their document frequencies counted."""
+
+    weights: list[tuple[str, float]]
 
 
 @dataclass(slots=True)
@@ -117,17 +125,11 @@ class LexicalLeg:
         unfiltered = note_filter == NoteFilter() and not (query.phrases or query.excluded)
         first = fetch if unfiltered else fetch * _CANDIDATES
         ranked = await self._ranked(conn, bm25, first, prune, trace)
-        if ranked is None:  # the exhaustive path
+        if not isinstance(ranked, list):  # the exhaustive path, with the weights if counted
             trace.path = LexicalPath.EXHAUSTIVE
             trace.postings_read += trace.postings_total
-            if unfiltered:
-                found, _ = await self._repository.bm25(conn, bm25, None, fetch)
-                return found
-            where = note_conditions(note_filter, query, *bm25.args())
-            found, count = await self._repository.bm25(conn, bm25, where, fetch, first)
-            if len(found) < fetch and (not found or count == first):
-                found, _ = await self._repository.bm25(conn, bm25, where, fetch)
-            return found
+            given = None if ranked is None else ranked.weights
+            return await self._exhaustive(conn, bm25, query, note_filter, fetch, given)
         if unfiltered:
             return ranked
         ids = [note_id for note_id, _ in ranked]
@@ -135,34 +137,54 @@ class LexicalLeg:
         found = [(note_id, score) for note_id, score in ranked if note_id in passing][:fetch]
         if len(found) < fetch and len(ranked) == first:
             trace.path = LexicalPath.EXHAUSTIVE
-            where = note_conditions(note_filter, query, *bm25.args())
-            found, _ = await self._repository.bm25(conn, bm25, where, fetch)
+            found = await self._exhaustive(conn, bm25, query, note_filter, fetch, None)
+        return found
+
+    async def _exhaustive(
+        self,
+        conn: Connection,
+        bm25: Bm25,
+        query: ParsedQuery,
+        note_filter: NoteFilter,
+        fetch: int,
+        given: list[tuple[str, float]] | None,
+    ) -> list[tuple[UUID, float]]:
+        """Every posting scored; a filter checked on the best ``_CANDIDATES * fetch``
+        first, on every matching note when too few of them pass."""
+        if note_filter == NoteFilter() and not (query.phrases or query.excluded):
+            found, _ = await self._repository.bm25(conn, bm25, None, fetch, given=given)
+            return found
+        where = note_conditions(note_filter, query, *bm25.args(given))
+        first = fetch * _CANDIDATES
+        found, count = await self._repository.bm25(conn, bm25, where, fetch, first, given)
+        if len(found) < fetch and (not found or count == first):
+            found, _ = await self._repository.bm25(conn, bm25, where, fetch, given=given)
         return found
 
     async def _ranked(
         self, conn: Connection, bm25: Bm25, k: int, prune: bool, trace: LexicalTrace
-    ) -> list[tuple[UUID, float]] | None:
-        """The best ``k`` notes from the postings alone by the pruned path, or None when
-        the exhaustive path is the one to take."""
+    ) -> list[tuple[UUID, float]] | _Counted | None:
+        """The best ``k`` notes from the postings alone by the pruned path; else the
+        terms' weights for the exhaustive path (None: not counted)."""
         if not prune:
             return None
-        stats = await self._postings.term_stats(conn, bm25)
+        stats = [stat for stat in await self._postings.term_stats(conn, bm25) if stat.df]
         trace.postings_total = sum(stat.df for stat in stats)
+        weighed = _Counted([(s.lexeme, _weight(s.qtf, s.df, bm25.docs)) for s in stats])
         if trace.postings_total <= self._exhaustive_postings:
-            return None
-        stats = [stat for stat in stats if stat.df]
+            return weighed
         rare = frozenset(
             i for i, s in enumerate(stats) if s.df <= self._rare_share * trace.postings_total
         )
         if not rare or len(rare) == len(stats):
-            return None  # no strong, rare term to set the threshold: nothing to skip
+            return weighed  # no strong, rare term to set the threshold: nothing to skip
         # The first statement reads the rare terms' postings and looks up each of their
         # notes' other terms: it must cost well below scoring everything.
         seeded = sum(stats[i].df for i in rare) * (1 + len(stats) - len(rare))
         if seeded > self._seed_share * trace.postings_total:
-            return None
+            return weighed
         trace.path = LexicalPath.PRUNED
-        terms = [Term(s.lexeme, _weight(s.qtf, s.df, bm25.docs)) for s in stats]
+        terms = [Term(lexeme, weight) for lexeme, weight in weighed.weights]
         shape = Shape(bm25.avgdl, bm25.k1, bm25.b)
         # The threshold: the k-th best score of the notes with a rare term, scored whole
         # (k notes reach it, so the second statement does not come short).
@@ -171,7 +193,7 @@ class LexicalLeg:
         first = await self._postings.above(conn, terms, seed, 0.0, shape, k)
         trace.postings_read += first.postings
         if len(first.found) < k:
-            return None  # too few notes with a rare term to set a threshold
+            return weighed  # too few notes with a rare term to set a threshold
         theta = first.found[-1][1] - SLACK  # below the rounding of its score
         above = await self._postings.above(
             conn, terms, cutoffs(terms, theta, shape, rare), theta, shape, k
@@ -179,8 +201,7 @@ class LexicalLeg:
         trace.postings_read += above.postings
         if above.reaching >= k:
             return above.found
-        trace.path = LexicalPath.EXHAUSTIVE
-        return None
+        return weighed
 
     async def _corpus(self, conn: Connection, memory: str) -> tuple[int, float]:
         now = time.monotonic()

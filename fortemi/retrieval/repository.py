@@ -51,8 +51,12 @@ class Bm25:
     k1: float
     b: float
 
-    def args(self) -> tuple[object, ...]:
-        """In the order of :func:`bm25_sql`'s $1..$6."""
+    def args(self, given: Sequence[tuple[str, float]] | None = None) -> tuple[object, ...]:
+        """In the order of :func:`bm25_sql`'s $1..$6; with ``given`` (each term's lexeme and
+        weight, counted already), of its ``weights=True`` statement's $1..$5."""
+        if given is not None:
+            lexemes, weights = [t for t, _ in given], [w for _, w in given]
+            return (lexemes, weights, self.avgdl, self.k1, self.b)
         return (self.text, self.docs, self.avgdl, self.k1, self.b, list(self.prefixes))
 
 
@@ -152,13 +156,17 @@ class RetrievalRepository:
         where: Where | None,
         fetch: int,
         first: int | None = None,
+        given: Sequence[tuple[str, float]] | None = None,
     ) -> tuple[list[tuple[UUID, float]], int | None]:
         """The best ``fetch`` notes by BM25, best first, and, with ``first``, how many notes
-        were ranked before ``where`` (built with ``bm25.args()`` leading) was checked."""
+        were ranked before ``where`` (built with ``bm25.args(given)`` leading) was checked.
+        ``given``: the terms' weights, when their document frequencies are counted already."""
+        weights = given is not None
         if where is None:
-            rows = await conn.fetch(bm25_sql(None, fetch), *bm25.args())
+            rows = await conn.fetch(bm25_sql(None, fetch, weights=weights), *bm25.args(given))
         else:
-            rows = await conn.fetch(bm25_sql(where.sql(), fetch, first), *where.args)
+            sql = bm25_sql(where.sql(), fetch, first, weights=weights)
+            rows = await conn.fetch(sql, *where.args)
         ranked = int(rows[0]["ranked"]) if rows and first is not None else None
         return [(row["note_id"], float(row["score"])) for row in rows], ranked
 
@@ -397,15 +405,17 @@ TERMS_CTE = rf"""
 
 # Okapi BM25 with Lucene's IDF, summed over the query's terms per note, rounded to 1e-9 so
 # that sums differing only in the order of addition tie (and ties go by note id), in this
-# statement and in the pruned leg alike (fortemi.retrieval.pruning.quantize).
-_SCORED = """
+# statement and in the pruned path's (fortemi.retrieval.postings_repository) alike.
+_WEIGHTED = """
     weighted AS (
         SELECT terms.lexeme,
                terms.qtf * ln(1 + ($2::float8 - d.df + 0.5) / (d.df + 0.5)) AS weight
         FROM terms, LATERAL (
             SELECT count(*)::float8 AS df FROM lex_posting WHERE lexeme = terms.lexeme
         ) AS d
-    ),
+    ),"""
+# Each note's score from ``weighted`` (lexeme, weight): $3 average length, $4 k1, $5 b.
+_SUMMED = """
     scored AS (
         SELECT lp.note_id,
                round(sum(weighted.weight * lp.tf * ($4::float8 + 1)
@@ -417,7 +427,18 @@ _SCORED = """
     )"""
 
 
-def bm25_sql(condition: str | None, fetch: int, first: int | None = None) -> str:
+# The same ranking with the terms' weights given ($1 lexemes, $2 weights, then $3..$5 as
+# above): the pruned path counted the document frequencies already.
+_GIVEN = """
+    weighted AS (
+        SELECT w.lexeme COLLATE "C" AS lexeme, w.weight
+        FROM unnest($1::text[], $2::float8[]) AS w(lexeme, weight)
+    ),"""
+
+
+def bm25_sql(
+    condition: str | None, fetch: int, first: int | None = None, *, weights: bool = False
+) -> str:
     """The lexical leg's statement for the best ``fetch`` notes (parameters above; then
     those of ``condition``, a WHERE clause on ``note``; None: no note is read). Row counts
     are constants, not parameters: they shape the plan, and a generic plan made without
@@ -425,6 +446,7 @@ def bm25_sql(condition: str | None, fetch: int, first: int | None = None) -> str
     checked against ``condition``, by primary key, and ``ranked`` says how many there
     were; without it, every matching note is checked before ranking.
     """
+    source_cte = _GIVEN if weights else f"{TERMS_CTE},{_WEIGHTED}"
     if condition is None:
         source = "scored"
     elif first is None:
@@ -435,7 +457,7 @@ def bm25_sql(condition: str | None, fetch: int, first: int | None = None) -> str
             ORDER BY score DESC, note_id LIMIT {int(first)}
         ) AS scored JOIN note ON note.id = scored.note_id WHERE {condition}"""  # noqa: S608
     return f"""
-        WITH {TERMS_CTE},{_SCORED}
+        WITH {source_cte}{_SUMMED}
         SELECT scored.note_id, scored.score{", scored.ranked" if first else ""}
         FROM {source}
         ORDER BY scored.score DESC, scored.note_id
