@@ -14,10 +14,10 @@ embedding job is pending and every chunk is embedded (bounded by ``--timeout``, 
 corpus over the time from the first upsert to the poll that found the index complete.
 
 Then every query of the split's qrels goes through GraphQL ``search`` (limit 100), one at a
-time over one keep-alive connection, once per run: LEXICAL, SEMANTIC, HYBRID with RRF and
-HYBRID with RSF, after ``--warmup`` uncounted queries each. Hits map back to documents
-through ``note { externalId }``. Latency is the client's, from the request to the last
-byte of the response; ``tookMs`` is the server's own figure.
+time over one keep-alive connection, once per run: LEXICAL (pruned, then exhaustive),
+SEMANTIC, HYBRID with RRF and HYBRID with RSF, after ``--warmup`` uncounted queries each.
+Hits map back to documents through ``note { externalId }``. Latency is the client's, from
+the request to the last byte of the response; ``tookMs`` is the server's own figure.
 
 Baselines in the same run, on the same documents and queries, in this process:
 
@@ -80,6 +80,8 @@ POLL = 0.5  # seconds between searchIndexStatus polls
 PROGRESS = 10.0  # seconds between progress lines
 RUNS = {
     "LEXICAL": "mode: LEXICAL",
+    # the same ranking by scoring every posting: the baseline of the pruned top-k path
+    "LEXICAL-EXHAUSTIVE": "mode: LEXICAL, lexicalPruning: false",
     "SEMANTIC": "mode: SEMANTIC",
     "HYBRID-RRF": "mode: HYBRID, fusion: RRF",
     "HYBRID-RSF": "mode: HYBRID, fusion: RSF",

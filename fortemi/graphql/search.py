@@ -77,6 +77,15 @@ class SearchFusion:
     semantic_weight: float
 
 
+@strawberry.type(description="What the lexical leg read for this query")
+class LexicalExplain:
+    path: str = strawberry.field(description="pruned or exhaustive")
+    postings_read: int = strawberry.field(description="Postings scored or looked up")
+    postings_total: int = strawberry.field(
+        description="Postings of the query's terms: what the exhaustive path scores"
+    )
+
+
 @strawberry.type
 class SearchResults:
     hits: list[SearchHit]
@@ -84,6 +93,9 @@ class SearchResults:
     degraded_reason: str | None
     took_ms: float
     fusion: SearchFusion | None
+    lexical: LexicalExplain | None = strawberry.field(
+        description="What the lexical leg read (with explain)"
+    )
 
 
 @strawberry.type
@@ -162,7 +174,13 @@ def _hit(hit: model.Hit, *, explain: bool) -> SearchHit:
 
 def _results(outcome: model.SearchOutcome, *, explain: bool) -> SearchResults:
     plan = outcome.fusion
+    read = outcome.lexical
     return SearchResults(
+        lexical=LexicalExplain(
+            path=read.path, postings_read=read.postings_read, postings_total=read.postings_total
+        )
+        if explain and read is not None
+        else None,
         hits=[_hit(hit, explain=explain) for hit in outcome.hits],
         degraded=outcome.degraded,
         degraded_reason=outcome.degraded_reason,
@@ -212,6 +230,13 @@ class SearchQuery:
                 "embedding set, 150 at 10,000 chunks)"
             ),
         ] = None,
+        lexical_pruning: Annotated[
+            bool | None,
+            strawberry.argument(
+                description="Lexical top-k by the pruned path (true) or by scoring every "
+                "posting (false); default: the server's setting. The results are the same"
+            ),
+        ] = None,
     ) -> SearchResults:
         services = info.context.services
         scopes = await _scopes(info, memories)
@@ -228,6 +253,7 @@ class SearchQuery:
                 limit=limit,
                 filter=_filter(filter, sets),
                 ef_search=ef_search,
+                lexical_pruning=lexical_pruning,
             ),
         )
         return _results(outcome, explain=explain)

@@ -243,6 +243,13 @@ class Settings(BaseSettings):
     chunk_size: int = Field(
         default=1000, ge=100, le=20_000, description="Target characters per embedded chunk"
     )
+    lexical_pruning: bool = Field(
+        default=True,
+        description="Rank lexically by the pruned top-k path (off: score every posting)",
+    )
+    query_embedding_cache: int = Field(
+        default=1024, ge=0, le=1_000_000, description="Query vectors kept for repeated queries"
+    )
     chunk_overlap: int = Field(
         default=100, ge=0, le=5000, description="Characters repeated when a paragraph is split"
     )

@@ -16,6 +16,7 @@ __all__ = [
     "FusionMode",
     "Hit",
     "IndexStatus",
+    "LexicalExplain",
     "Scope",
     "SearchFilter",
     "SearchMode",
@@ -63,6 +64,7 @@ class SearchRequest:
     limit: int = 10
     filter: SearchFilter = field(default_factory=SearchFilter)
     ef_search: int | None = None
+    lexical_pruning: bool | None = None  # None: the configured path (FORTEMI_LEXICAL_PRUNING)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +89,18 @@ class SearchOutcome:
     fusion: FusionPlan | None
     took_ms: float
     ef_search: int | None = None  # the HNSW candidate list the semantic leg used
+    lexical: LexicalExplain | None = None  # what the lexical leg read (None: it did not run)
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalExplain:
+    """How the lexical leg ranked: ``pruned`` when any memory took the pruned path, the
+    postings it scored, and the postings of the query's terms (what the exhaustive path
+    scores), summed over the memories searched."""
+
+    path: str
+    postings_read: int
+    postings_total: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,8 +51,12 @@ class Bm25:
     k1: float
     b: float
 
-    def args(self) -> tuple[object, ...]:
-        """In the order of :func:`bm25_sql`'s $1..$6."""
+    def args(self, given: Sequence[tuple[str, float]] | None = None) -> tuple[object, ...]:
+        """In the order of :func:`bm25_sql`'s $1..$6; with ``given`` (each term's lexeme and
+        weight, counted already), of its ``weights=True`` statement's $1..$5."""
+        if given is not None:
+            lexemes, weights = [t for t, _ in given], [w for _, w in given]
+            return (lexemes, weights, self.avgdl, self.k1, self.b)
         return (self.text, self.docs, self.avgdl, self.k1, self.b, list(self.prefixes))
 
 
@@ -167,15 +171,27 @@ class RetrievalRepository:
         where: Where | None,
         fetch: int,
         first: int | None = None,
+        given: Sequence[tuple[str, float]] | None = None,
     ) -> tuple[list[tuple[UUID, float]], int | None]:
         """The best ``fetch`` notes by BM25, best first, and, with ``first``, how many notes
-        were ranked before ``where`` (built with ``bm25.args()`` leading) was checked."""
+        were ranked before ``where`` (built with ``bm25.args(given)`` leading) was checked.
+        ``given``: the terms' weights, when their document frequencies are counted already."""
+        weights = given is not None
         if where is None:
-            rows = await conn.fetch(bm25_sql(None, fetch), *bm25.args())
+            rows = await conn.fetch(bm25_sql(None, fetch, weights=weights), *bm25.args(given))
         else:
-            rows = await conn.fetch(bm25_sql(where.sql(), fetch, first), *where.args)
+            sql = bm25_sql(where.sql(), fetch, first, weights=weights)
+            rows = await conn.fetch(sql, *where.args)
         ranked = int(rows[0]["ranked"]) if rows and first is not None else None
         return [(row["note_id"], float(row["score"])) for row in rows], ranked
+
+    async def passing(self, conn: Connection, where: Where) -> set[UUID]:
+        """Which of the notes ``where``'s leading value ($1, uuid[]) names pass it."""
+        rows = await conn.fetch(
+            f"SELECT note.id FROM note WHERE note.id = ANY($1::uuid[]) AND {where.sql()}",  # noqa: S608 - a Where's SQL; values are parameters
+            *where.args,
+        )
+        return {row["id"] for row in rows}
 
     # -- embeddings ------------------------------------------------------------------------
 
@@ -332,14 +348,13 @@ class RetrievalRepository:
         self, conn: Connection, note_ids: Sequence[UUID], text: str
     ) -> dict[UUID, str]:
         """For each note, the text of its chunk that best matches ``text``'s words (the
-        first chunk when none does)."""
+        first chunk when none does). Ranked on the chunk's stored tsvector: analysing every
+        chunk's text again cost most of a lexical search's time (100 hits)."""
         rows = await conn.fetch(
             """
             SELECT DISTINCT ON (note_id) note_id, text FROM chunk
             WHERE note_id = ANY($1::uuid[])
-            ORDER BY note_id,
-                     ts_rank(to_tsvector('english', text), websearch_to_tsquery('english', $2))
-                     DESC, ordinal
+            ORDER BY note_id, ts_rank(lex, websearch_to_tsquery('english', $2)) DESC, ordinal
             """,
             list(note_ids),
             text,
@@ -391,7 +406,7 @@ def _upsert_embedding(cast: str) -> Query:
 # occurrence in the query (its weight is the query frequency times the IDF), as Lucene
 # scores a query that repeats a term clause: a question that says "retrieval" three times
 # is mostly about retrieval. Each term's document frequency is one count on the index.
-_TERMS = rf"""
+TERMS_CTE = rf"""
     terms AS (
         SELECT lexeme, sum(qtf)::float8 AS qtf
         FROM (
@@ -417,26 +432,42 @@ _TERMS = rf"""
         GROUP BY lexeme
     )"""  # noqa: S608 - a constant of ours; every value is a parameter
 
-# Okapi BM25 with Lucene's IDF, summed over the query's terms per note.
-_SCORED = """
+# Okapi BM25 with Lucene's IDF, summed over the query's terms per note, rounded to 1e-9 so
+# that sums differing only in the order of addition tie (and ties go by note id), in this
+# statement and in the pruned path's (fortemi.retrieval.postings_repository) alike.
+_WEIGHTED = """
     weighted AS (
         SELECT terms.lexeme,
                terms.qtf * ln(1 + ($2::float8 - d.df + 0.5) / (d.df + 0.5)) AS weight
         FROM terms, LATERAL (
             SELECT count(*)::float8 AS df FROM lex_posting WHERE lexeme = terms.lexeme
         ) AS d
-    ),
+    ),"""
+# Each note's score from ``weighted`` (lexeme, weight): $3 average length, $4 k1, $5 b.
+_SUMMED = """
     scored AS (
         SELECT lp.note_id,
-               sum(weighted.weight * lp.tf * ($4::float8 + 1)
+               round(sum(weighted.weight * lp.tf * ($4::float8 + 1)
                    / (lp.tf + $4::float8 * (1 - $5::float8 + $5::float8 * lp.dl / $3::float8)))
+                   * 1e9::float8) / 1e9::float8
                AS score
         FROM weighted JOIN lex_posting lp ON lp.lexeme = weighted.lexeme
         GROUP BY lp.note_id
     )"""
 
 
-def bm25_sql(condition: str | None, fetch: int, first: int | None = None) -> str:
+# The same ranking with the terms' weights given ($1 lexemes, $2 weights, then $3..$5 as
+# above): the pruned path counted the document frequencies already.
+_GIVEN = """
+    weighted AS (
+        SELECT w.lexeme COLLATE "C" AS lexeme, w.weight
+        FROM unnest($1::text[], $2::float8[]) AS w(lexeme, weight)
+    ),"""
+
+
+def bm25_sql(
+    condition: str | None, fetch: int, first: int | None = None, *, weights: bool = False
+) -> str:
     """The lexical leg's statement for the best ``fetch`` notes (parameters above; then
     those of ``condition``, a WHERE clause on ``note``; None: no note is read). Row counts
     are constants, not parameters: they shape the plan, and a generic plan made without
@@ -444,6 +475,7 @@ def bm25_sql(condition: str | None, fetch: int, first: int | None = None) -> str
     checked against ``condition``, by primary key, and ``ranked`` says how many there
     were; without it, every matching note is checked before ranking.
     """
+    source_cte = _GIVEN if weights else f"{TERMS_CTE},{_WEIGHTED}"
     if condition is None:
         source = "scored"
     elif first is None:
@@ -454,7 +486,7 @@ def bm25_sql(condition: str | None, fetch: int, first: int | None = None) -> str
             ORDER BY score DESC, note_id LIMIT {int(first)}
         ) AS scored JOIN note ON note.id = scored.note_id WHERE {condition}"""  # noqa: S608
     return f"""
-        WITH {_TERMS},{_SCORED}
+        WITH {source_cte}{_SUMMED}
         SELECT scored.note_id, scored.score{", scored.ranked" if first else ""}
         FROM {source}
         ORDER BY scored.score DESC, scored.note_id

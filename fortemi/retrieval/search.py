@@ -30,11 +30,12 @@ from fortemi.platform.notes.validation import validate_filter
 from fortemi.retrieval.fusion import FusionPlan
 from fortemi.retrieval.hits import Candidates, fuse
 from fortemi.retrieval.indexing import EMBEDDING
-from fortemi.retrieval.lexical import BM25_B, BM25_K1, LexicalLeg
+from fortemi.retrieval.lexical import BM25_B, BM25_K1, LexicalLeg, LexicalPath, LexicalTrace
 from fortemi.retrieval.models import (
     FusionMode,
     Hit,
     IndexStatus,
+    LexicalExplain,
     Scope,
     SearchFilter,
     SearchMode,
@@ -83,21 +84,32 @@ class _Run:
     lexical: Candidates = field(default_factory=Candidates)
     semantic: Candidates = field(default_factory=Candidates)
     used_ef: list[int] = field(default_factory=list)
+    traces: list[LexicalTrace] = field(default_factory=list)
     unembedded: list[str] = field(default_factory=list)
     degraded: str | None = None
 
 
 class SearchService:
     def __init__(
-        self, db: Database, backend: InferenceBackend | None, *, concepts: bool = False
+        self,
+        db: Database,
+        backend: InferenceBackend | None,
+        *,
+        concepts: bool = False,
+        pruning: bool = True,
+        cached_queries: int = 1024,
     ) -> None:
         """``concepts``: the configured composition embeds notes' concept paths
-        (``FORTEMI_EMBED_CONCEPTS``), as the ``Embedding`` job does."""
+        (``FORTEMI_EMBED_CONCEPTS``), as the ``Embedding`` job does. ``pruning``: the lexical
+        leg's default path (``FORTEMI_LEXICAL_PRUNING``). ``cached_queries``: query vectors
+        kept for repeated queries (``FORTEMI_QUERY_EMBEDDING_CACHE``)."""
         self._db = db
         repository = RetrievalRepository()
         self._repository = repository
-        self._lexical = LexicalLeg(repository)
-        self._semantic = SemanticLeg(backend, repository, EmbeddingSets(), concepts=concepts)
+        self._lexical = LexicalLeg(repository, pruning=pruning)
+        self._semantic = SemanticLeg(
+            backend, repository, EmbeddingSets(), concepts=concepts, cached_queries=cached_queries
+        )
         self._notes = NoteRepository()
         self._jobs = JobRepository()
 
@@ -110,7 +122,11 @@ class SearchService:
             for scope in scopes:
                 ef = self._semantic.starting_ef(scope.memory, run.asked_ef, run.chunks)
                 local = None if run.embedding is None else {"hnsw.ef_search": ef}
-                async with self._db.memory_transaction(scope.memory, local=local) as conn:
+                # One snapshot for every statement of the legs (the pruned lexical path runs
+                # several); a read-only REPEATABLE READ transaction never fails to serialize.
+                async with self._db.memory_transaction(
+                    scope.memory, isolation="repeatable_read", local=local
+                ) as conn:
                     await self._rank(conn, scope, run, ef)
                     if len(scopes) == 1:  # the usual case: all of it in one transaction
                         hits, fusion = fuse(
@@ -134,6 +150,7 @@ class SearchService:
             fusion=fusion,
             took_ms=(time.perf_counter() - started) * 1000,
             ef_search=max(run.used_ef) if run.used_ef else None,
+            lexical=_explain(run.traces),
         )
 
     def _start(self, request: SearchRequest) -> _Run:
@@ -168,8 +185,16 @@ class SearchService:
         note_filter = _with_scope(run.note_filter, scope.visibility)
         memory = scope.memory
         if run.request.mode is not SearchMode.SEMANTIC and run.query.has_terms:
+            trace = LexicalTrace()
+            run.traces.append(trace)
             for note_id, score in await self._lexical.rank(
-                conn, memory, run.query, note_filter, run.fetch
+                conn,
+                memory,
+                run.query,
+                note_filter,
+                run.fetch,
+                pruning=run.request.lexical_pruning,
+                trace=trace,
             ):
                 run.lexical.found[(memory, note_id)] = (score, None)
         if run.embedding is None:
@@ -243,6 +268,17 @@ class SearchService:
         if not missing or not query.text.strip():
             return notes, {}
         return notes, await self._repository.best_chunks(conn, missing, query.text)
+
+
+def _explain(traces: Sequence[LexicalTrace]) -> LexicalExplain | None:
+    if not traces:
+        return None
+    pruned = any(trace.path is LexicalPath.PRUNED for trace in traces)
+    return LexicalExplain(
+        path=(LexicalPath.PRUNED if pruned else LexicalPath.EXHAUSTIVE).value,
+        postings_read=sum(trace.postings_read for trace in traces),
+        postings_total=sum(trace.postings_total for trace in traces),
+    )
 
 
 def _note_filter(given: SearchFilter) -> NoteFilter:

@@ -12,6 +12,7 @@ from uuid import UUID
 
 import numpy as np
 import numpy.typing as npt
+from cachetools import LRUCache
 
 from fortemi.inference import InferenceBackend, InferenceError
 from fortemi.platform.database import Connection, set_local
@@ -58,9 +59,16 @@ class SemanticLeg:
         sets: EmbeddingSets,
         *,
         concepts: bool = False,
+        cached_queries: int = 1024,
     ) -> None:
+        """``cached_queries``: query vectors kept, least recently used out first (0: none)."""
         self._backend = backend
         self._concepts = concepts
+        # (model, dimension, the text the model embeds) → its vector: a repeated query is not
+        # embedded again. Vectors are never changed in place, so one can be shared.
+        self._vectors: LRUCache[tuple[str, int, str], npt.NDArray[np.float32]] | None = (
+            LRUCache(maxsize=cached_queries) if cached_queries else None
+        )
         self._repository = repository
         self._sets = sets
         # (memory, set name) → (at, set, its size): re-read after the same few seconds, so a
@@ -92,8 +100,16 @@ class SemanticLeg:
             semantic = await self.model()
             if semantic is None or self._backend is None:
                 return None, None, "no embedding model is configured"
-            vectors = await self._backend.embed([semantic.composition.query(text)])
-            return semantic, np.asarray(vectors[0], dtype=np.float32), None
+            composed = semantic.composition.query(text)
+            key = (semantic.model, semantic.dimension, composed)
+            vector = None if self._vectors is None else self._vectors.get(key)
+            if vector is None:
+                vectors = await self._backend.embed([composed])
+                vector = np.asarray(vectors[0], dtype=np.float32)
+                vector.setflags(write=False)
+                if self._vectors is not None:
+                    self._vectors[key] = vector
+            return semantic, vector, None
         except InferenceError as exc:
             return None, None, f"the embedding backend failed: {exc.message}"
 

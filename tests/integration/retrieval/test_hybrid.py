@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import cast
+from uuid import UUID
+
+from fortemi.inference import InferenceBackend, LocalEmbeddingBackend
+from fortemi.inference.backend import Embeddings
 from fortemi.platform.database import Database
 from fortemi.platform.notes import NotePatch, NoteService
-from fortemi.retrieval.search import FusionMode, SearchFilter, SearchMode
+from fortemi.retrieval.search import (
+    FusionMode,
+    Scope,
+    SearchFilter,
+    SearchMode,
+    SearchRequest,
+    SearchService,
+)
 from tests.integration.retrieval.conftest import Index, Search, Write
 
 
@@ -129,3 +142,41 @@ async def test_exclusions_and_required_phrases_filter_every_leg_before_ranking(
         nothing = await find('"xyzzy nonexistent"', mode=mode)
         assert nothing.hits == []
         assert not nothing.degraded  # the semantic leg ran, and its filter kept nothing
+
+
+class _CountingBackend:
+    """The real local model, counting the texts it is asked to embed."""
+
+    def __init__(self, backend: LocalEmbeddingBackend) -> None:
+        self.backend = backend
+        self.embedded: list[str] = []
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.backend, name)
+
+    async def embed(self, texts: Sequence[str], *, model: str | None = None) -> Embeddings:
+        self.embedded.extend(texts)
+        return await self.backend.embed(texts, model=model)
+
+
+async def test_a_repeated_query_is_embedded_once_and_ranks_the_same(
+    db: Database, local_backend: LocalEmbeddingBackend, write: Write, index: Index, memory: str
+) -> None:
+    for title, text in [("Cats", "The kitten purred."), ("Taxes", "Filings are due in March.")]:
+        assert (await index(await write(title, text))).kind == "success"
+    counting = _CountingBackend(local_backend)
+    service = SearchService(db, cast(InferenceBackend, counting), cached_queries=2)
+    scope = [Scope(memory, None)]
+
+    async def ask(query: str) -> list[UUID]:
+        outcome = await service.search(scope, SearchRequest(query=query, mode=SearchMode.HYBRID))
+        assert not outcome.degraded
+        return [hit.note_id for hit in outcome.hits]
+
+    first = await ask("a sleepy cat")
+    assert await ask("a sleepy cat") == first
+    assert len(counting.embedded) == 1
+    await ask("tax deadline")
+    await ask("spring filing")  # the cache holds two: the cat query is the oldest, and goes
+    await ask("a sleepy cat")
+    assert len(counting.embedded) == 4
