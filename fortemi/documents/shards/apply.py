@@ -6,10 +6,17 @@ refused any conflict), ``skip`` (keep the memory's row), ``replace`` (take the s
 ``merge`` (take the shard's only where it is newer by the table's ``newer`` column).
 History rows are never changed, and under replace or merge a row the memory deleted stays
 deleted unless the shard's is deleted too: an import never revives a tombstone.
+
+Attachment bytes are published to the target memory's blob store after the rows are
+written and before the transaction commits, so a committed blob row always has its bytes.
+If the import fails after that, the bytes it published stay in the store with no row
+naming them: harmless (content-addressed, a later import or upload of the same bytes
+reuses them) and never served, since every download goes through an attachment row.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +24,7 @@ from typing import Any
 import asyncpg
 
 from fortemi.documents.shards.archive import Limits, ShardReader
+from fortemi.documents.shards.blobs import BlobBytes, Readable, stage_blob
 from fortemi.documents.shards.components import table_named
 from fortemi.documents.shards.manifest import refused
 from fortemi.documents.shards.repository import advance_identity, insert_rows
@@ -38,6 +46,7 @@ async def apply_shard(
     path: Path,
     limits: Limits,
     policy: str,
+    blobs: BlobBytes,
     after: Sequence[AfterImport] = (),
 ) -> dict[str, int]:
     """Write the shard's rows; the rows written (inserted or updated) per table. ``after``:
@@ -59,6 +68,14 @@ async def apply_shard(
                 batch.append(row.values)
             if current is not None:
                 await _write(conn, current, columns[current], batch, policy, written)
+            for blob in reader.blobs():
+                if await blobs.store.exists(memory, blob.digest):
+                    # Content-addressed: the bytes held are these bytes. Read past them.
+                    await asyncio.to_thread(_skip, blob.file)
+                    continue
+                # Hashed again while staged: the file may have changed since validation.
+                staged = await asyncio.to_thread(stage_blob, blob.file, blobs.staging, blob.digest)
+                await blobs.store.put(memory, blob.digest, staged)
         for name in written:
             table = table_named(name)
             if table is not None and table.identity:
@@ -66,6 +83,11 @@ async def apply_shard(
         for hook in after:
             await hook(conn)
     return written
+
+
+def _skip(source: Readable) -> None:
+    while source.read(1024 * 1024):
+        pass
 
 
 async def _write(

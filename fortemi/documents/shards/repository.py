@@ -16,6 +16,7 @@ from fortemi.platform.database import Connection
 
 __all__ = [
     "advance_identity",
+    "blob_sizes",
     "conflicts",
     "count_rows",
     "dangling",
@@ -39,6 +40,12 @@ async def stored_columns(conn: Connection, table: str) -> list[str]:
         table,
     )
     return [r["attname"] for r in rows]
+
+
+async def blob_sizes(conn: Connection) -> list[tuple[str, int]]:
+    """Every blob row of the memory: (digest, size), in digest order (the shard's order)."""
+    rows = await conn.fetch("SELECT digest, size FROM blob ORDER BY digest")
+    return [(r["digest"], int(r["size"])) for r in rows]
 
 
 def _select(table: Table, columns: list[str]) -> str:
