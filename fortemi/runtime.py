@@ -55,7 +55,11 @@ from fortemi.graph.maintenance.jobs import maintenance_job_type
 from fortemi.graph.maintenance.plan import MaintenanceSettings
 from fortemi.graph.maintenance.service import GraphMaintenance
 from fortemi.graph.tagging.content_type import DetectedContentTypes
-from fortemi.graph.tagging.jobs import ConceptTaggingEnqueuer, concept_tagging_type
+from fortemi.graph.tagging.jobs import (
+    ConceptTaggingEnqueuer,
+    concept_tagging_type,
+    tagging_spec,
+)
 from fortemi.graph.tagging.models import TaggingSettings
 from fortemi.graph.tagging.related import related_concept_inference_type
 from fortemi.graph.traversal import TraversalService
@@ -198,7 +202,10 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
                 attachments,
                 documents,
                 extractor,
-                followups=lambda memory, note_id: [embedding_spec(memory, note_id, tier)],
+                followups=lambda memory, note_id: [
+                    embedding_spec(memory, note_id, tier),
+                    tagging_spec(memory, note_id),
+                ],
             )
         )
         registry.register(webhook_delivery_type(db, box, delivery))
@@ -234,7 +241,8 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
                 tagging,
                 followups=reembed if settings.embed_concepts else None,
                 # The cpu tier's content_type concept: the note's detected document type.
-                content_types=DetectedContentTypes(DocumentTypeService(db, chunk_text)),
+                content_types=DetectedContentTypes(documents),
+                gate=PendingExtractions(attachments),
             )
         )
         registry.register(

@@ -27,7 +27,7 @@ from fortemi.graphql.context import Info
 from fortemi.graphql.documents import DetectionMethod
 from fortemi.graphql.notes.inputs import CreateNoteInput
 from fortemi.graphql.notes.types import Note
-from fortemi.platform.errors import NotFound
+from fortemi.platform.errors import BadUserInput, NotFound
 from fortemi.platform.ids import parse_id, parse_note_id, to_global_id
 from fortemi.platform.notes import NoteDraft, note_event
 
@@ -41,7 +41,15 @@ __all__ = [
 
 
 def _readable(file: Upload) -> Readable:
-    """The upload as Starlette hands it (an ``UploadFile``, spooled to disk past 1 MB)."""
+    """The upload as Starlette hands it (an ``UploadFile``, spooled to disk past 1 MB);
+    a value sent in JSON instead of a file part is the caller's mistake."""
+    if not callable(getattr(file, "read", None)):
+        raise BadUserInput(
+            "file: send the file as a part of a multipart request (the GraphQL multipart "
+            "request spec), mapped to this variable",
+            field="file",
+            reason="not_a_file",
+        )
     return cast(Readable, file)
 
 
@@ -175,7 +183,6 @@ class AttachmentMutation:
             declared_mime=getattr(file, "content_type", None),
             actor=context.caller.sub,
         )
-        await context.notify(note_event("updated", memory, note, context.caller.sub))
         return Attachment.from_model(attachment)
 
     @strawberry.mutation(

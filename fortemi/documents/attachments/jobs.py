@@ -23,9 +23,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 from uuid import UUID
 
+from fortemi.documents.attachments.models import Attachment
 from fortemi.documents.attachments.repository import NewChunk
 from fortemi.documents.attachments.service import EXTRACTION, AttachmentService, extraction_spec
 from fortemi.documents.extraction.base import Extracted, ExtractionStatus, Extractor, Limits
@@ -153,7 +155,14 @@ def extraction_job_type(
         if recorded is None:
             return JobOutcome.success({"skipped": "attachment_gone"})
         children: list[str] = []
-        for name, mime, payload in extracted.children:
+        # Files inside files inside files: each level is a job of its own, so nesting is
+        # bounded here (an e-mail forwarding itself cannot make attachments forever).
+        depth = await _depth(attachments, memory, recorded)
+        kept = extracted.children[: bounds.max_archive_members]
+        if depth >= bounds.max_archive_depth:
+            kept = ()
+        dropped = len(extracted.children) - len(kept)
+        for name, mime, payload in kept:
             child = await attachments.attach_child(
                 memory, recorded, payload, filename=name, declared_mime=mime
             )
@@ -169,14 +178,25 @@ def extraction_job_type(
             result["reason"] = extracted.reason
         if children:
             result["children"] = children
+        if dropped:
+            result["children_dropped"] = dropped
         return JobOutcome.success(result)
 
     return JobType(name=EXTRACTION, tier=Tier.CPU, priority=6, handler=extract, max_attempts=3)
 
 
-def _with(extracted: Extracted, *, text: str, truncated: bool) -> Extracted:
-    from dataclasses import replace
+async def _depth(attachments: AttachmentService, memory: str, attachment: Attachment) -> int:
+    """How many files ``attachment`` was found inside."""
+    depth = 0
+    parent = attachment.extracted_from
+    while parent is not None:
+        depth += 1
+        found = await attachments.get(memory, parent)
+        parent = None if found is None else found.extracted_from
+    return depth
 
+
+def _with(extracted: Extracted, *, text: str, truncated: bool) -> Extracted:
     return replace(
         extracted, text=text, metadata={**extracted.metadata, "text_truncated": truncated}
     )

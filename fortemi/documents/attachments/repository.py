@@ -25,11 +25,12 @@ def _metadata(value: Any) -> dict[str, Any]:
 
 ATTACHMENT = Table("attachment", Attachment, convert={"extraction_metadata": _metadata})
 
+# Inserted or, when known, locked (DO UPDATE locks the row): a sweep, which takes orphan
+# blobs FOR UPDATE SKIP LOCKED, then skips it, or has finished with it before this runs.
 _INSERT_BLOB = Query("""
 INSERT INTO blob (digest, size) VALUES (:digest, :size)
-ON CONFLICT (digest) DO NOTHING
+ON CONFLICT (digest) DO UPDATE SET size = EXCLUDED.size
 """)
-_BLOB_KNOWN = Query("SELECT true FROM blob WHERE digest = :digest")
 _INSERT = ATTACHMENT.query("""
 INSERT INTO attachment (id, note_id, blob_digest, filename, size, mime_declared, mime_detected,
     document_type, detection_method, detection_confidence, extraction_status, extraction_reason,
@@ -70,8 +71,9 @@ ORDER BY a.created_at, a.id, c.ordinal
 LIMIT :limit
 """)
 _DELETE = Query("DELETE FROM attachment WHERE id = :id RETURNING blob_digest")
-# Blobs no attachment names any more, locked so that a concurrent attach of the same bytes
-# (which inserts its attachment row first, then finds the blob row) waits for the sweep.
+# Blobs no attachment names any more, locked: an attach of the same bytes (which locks the
+# blob row before it looks for the bytes) waits for the sweep; one holding the row already
+# is skipped.
 _ORPHANS = Query("""
 SELECT b.digest FROM blob b
 WHERE NOT EXISTS (SELECT 1 FROM attachment a WHERE a.blob_digest = b.digest)
@@ -97,9 +99,6 @@ class NewChunk:
 class AttachmentRepository:
     async def add_blob(self, conn: Connection, digest: str, size: int) -> None:
         await conn.execute(_INSERT_BLOB.sql, *_INSERT_BLOB.args(digest=digest, size=size))
-
-    async def blob_known(self, conn: Connection, digest: str) -> bool:
-        return bool(await conn.fetchval(_BLOB_KNOWN.sql, *_BLOB_KNOWN.args(digest=digest)))
 
     async def insert(self, conn: Connection, **values: Any) -> Attachment:
         row = await conn.fetchrow(_INSERT.sql, *_INSERT.args(values))
@@ -172,12 +171,12 @@ class AttachmentRepository:
         digest: str | None = await conn.fetchval(_DELETE.sql, *_DELETE.args(id=attachment_id))
         return digest
 
-    async def take_orphans(self, conn: Connection) -> list[str]:
-        """Remove the rows of blobs no attachment names and return their digests."""
-        digests = [r["digest"] for r in await conn.fetch(_ORPHANS.sql)]
-        if digests:
-            await conn.execute(_DROP_BLOBS.sql, *_DROP_BLOBS.args(digests=digests))
-        return digests
+    async def lock_orphans(self, conn: Connection) -> list[str]:
+        """The digests of blobs no attachment names, their rows locked."""
+        return [r["digest"] for r in await conn.fetch(_ORPHANS.sql)]
+
+    async def drop_blobs(self, conn: Connection, digests: list[str]) -> None:
+        await conn.execute(_DROP_BLOBS.sql, *_DROP_BLOBS.args(digests=digests))
 
     async def references(self, conn: Connection, digest: str) -> int:
         count: int = await conn.fetchval(_REFERENCES.sql, *_REFERENCES.args(digest=digest))

@@ -178,47 +178,45 @@ class AttachmentService:
         enqueue: bool = True,
     ) -> Attachment:
         staged, detection = incoming.staged, incoming.detection
-        try:
-            async with self._db.memory_transaction(memory) as conn:
-                await self._live_note(conn, note_id)
-            # The bytes are in the store before any row names them: a row never points at
-            # a missing blob. Bytes already there (the same content) are not sent again.
-            if await self.store.exists(memory, staged.digest):
-                discard(staged.path)
-            else:
-                await self.store.put(memory, staged.digest, staged.path)
-        finally:
-            discard(staged.path)
         empty = staged.size == 0
         created: list[Job] = []
-        async with self._db.memory_transaction(memory, subject=f"Note {note_id}") as conn:
-            await self._live_note(conn, note_id)
-            await self._repo.add_blob(conn, staged.digest, staged.size)
-            attachment = await self._repo.insert(
-                conn,
-                id=uuid4(),
-                note_id=note_id,
-                digest=staged.digest,
-                filename=incoming.filename,
-                size=staged.size,
-                mime_declared=incoming.declared,
-                mime_detected=detection.type.mime_type,
-                document_type=detection.type.name,
-                method=detection.method.value,
-                confidence=round(detection.confidence, 4),
-                status=(ExtractionStatus.SKIPPED if empty else ExtractionStatus.PENDING).value,
-                reason="empty_file: the file has no bytes" if empty else None,
-                extracted_from=extracted_from,
-                actor=actor,
-            )
-            if enqueue and not empty:
-                if self._jobs is None:  # the workers' instance only adds children
-                    raise RuntimeError("this attachment service cannot enqueue jobs")
-                job, new = await self._jobs.enqueue(
-                    conn, extraction_spec(memory, attachment.id, actor)
+        try:
+            async with self._db.memory_transaction(memory, subject=f"Note {note_id}") as conn:
+                await self._live_note(conn, note_id)
+                # The blob's row is locked (or new) before its bytes are looked for, so a
+                # concurrent sweep cannot remove them between the look and the commit; bytes
+                # already there (the same content) are not sent again. A row never names
+                # bytes the store lacks once this commits.
+                await self._repo.add_blob(conn, staged.digest, staged.size)
+                if not await self.store.exists(memory, staged.digest):
+                    await self.store.put(memory, staged.digest, staged.path)
+                attachment = await self._repo.insert(
+                    conn,
+                    id=uuid4(),
+                    note_id=note_id,
+                    digest=staged.digest,
+                    filename=incoming.filename,
+                    size=staged.size,
+                    mime_declared=incoming.declared,
+                    mime_detected=detection.type.mime_type,
+                    document_type=detection.type.name,
+                    method=detection.method.value,
+                    confidence=round(detection.confidence, 4),
+                    status=(ExtractionStatus.SKIPPED if empty else ExtractionStatus.PENDING).value,
+                    reason="empty_file: the file has no bytes" if empty else None,
+                    extracted_from=extracted_from,
+                    actor=actor,
                 )
-                if new:
-                    created.append(job)
+                if enqueue and not empty:
+                    if self._jobs is None:  # the workers' instance only adds children
+                        raise RuntimeError("this attachment service cannot enqueue jobs")
+                    job, new = await self._jobs.enqueue(
+                        conn, extraction_spec(memory, attachment.id, actor)
+                    )
+                    if new:
+                        created.append(job)
+        finally:
+            discard(staged.path)
         if created and self._jobs is not None:
             await self._jobs.announce_created(created)
             if self._dispatch is not None:
@@ -271,13 +269,22 @@ class AttachmentService:
         return found
 
     async def sweep(self, memory: str) -> list[str]:
-        """Remove the blobs no attachment references any more: their rows, then (after
-        commit, so a failed transaction deletes no bytes) their bytes. Returns the digests."""
+        """Remove the blobs no attachment references any more, bytes then rows, with the
+        rows locked meanwhile (an attach of the same bytes waits, then stores them again).
+        Should the transaction fail after the bytes went, the rows stay orphans: nothing
+        names them, the next sweep removes them, and an attach finds the bytes missing and
+        stores them. Returns the digests."""
         async with self._db.memory_transaction(memory) as conn:
-            digests = await self._repo.take_orphans(conn)
-        for digest in digests:
-            await self.store.delete(memory, digest)
+            digests = await self._repo.lock_orphans(conn)
+            for digest in digests:
+                await self.store.delete(memory, digest)
+            if digests:
+                await self._repo.drop_blobs(conn, digests)
         return digests
+
+    async def forget_memory(self, memory: str) -> None:
+        """Remove a deleted memory's blobs from the store (its rows went with its schema)."""
+        await self.store.delete_memory(memory)
 
     # -- extraction results ----------------------------------------------------------------
 

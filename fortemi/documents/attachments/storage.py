@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -66,6 +67,9 @@ class BlobStore(Protocol):
     async def delete(self, memory: str, digest: str) -> None:
         """Remove the blob; absent is fine (a sweep may be repeated)."""
 
+    async def delete_memory(self, memory: str) -> None:
+        """Remove every blob of a memory (once the memory itself is gone)."""
+
 
 class LocalBlobStore:
     name = "local"
@@ -109,6 +113,10 @@ class LocalBlobStore:
     async def delete(self, memory: str, digest: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             await asyncio.to_thread(self._path(memory, digest).unlink)
+
+    async def delete_memory(self, memory: str) -> None:
+        folder = self.root / validate_memory_name(memory)
+        await asyncio.to_thread(shutil.rmtree, folder, ignore_errors=True)
 
 
 def _publish(staged: Path, target: Path) -> None:
@@ -211,6 +219,22 @@ class S3BlobStore:
         await self._call(
             "delete", self._client.delete_object, Bucket=self._bucket, Key=self._key(memory, digest)
         )
+
+    async def delete_memory(self, memory: str) -> None:
+        prefix = self._prefix + validate_memory_name(memory) + "/"
+        while True:
+            listed = await self._call(
+                "list", self._client.list_objects_v2, Bucket=self._bucket, Prefix=prefix
+            )
+            keys = [{"Key": item["Key"]} for item in listed.get("Contents", [])]
+            if not keys:
+                return
+            await self._call(
+                "delete",
+                self._client.delete_objects,
+                Bucket=self._bucket,
+                Delete={"Objects": keys, "Quiet": True},
+            )
 
 
 def _discard(path: Path) -> None:

@@ -64,6 +64,9 @@ CONCEPT_TAGGING: Final = "ConceptTagging"
 SOURCE: Final = "ai_auto"
 # (memory, note id) → the jobs to enqueue once a note's concepts were written.
 ConceptFollowups = Callable[[str, UUID], Sequence[JobSpec]]
+# Whether a note's tagging must wait (the documents feature's pending extractions): a
+# gated run ends as skipped (``deferred``); what held it back enqueues it again.
+TaggingGate = Callable[[Connection, UUID], Awaitable[bool]]
 _TIER_NAMES: Final = {Tier.CPU: "cpu", Tier.FAST_GPU: "fast", Tier.STANDARD_GPU: "standard"}
 
 
@@ -118,8 +121,10 @@ class _TaggingHandler:
         settings: TaggingSettings,
         followups: ConceptFollowups | None = None,
         content_types: ContentTypes | None = None,
+        gate: TaggingGate | None = None,
     ) -> None:
         self._db = db
+        self._gate = gate
         self._followups = followups
         self._content_types = content_types or FormatContentTypes()
         self._vocabulary = vocabulary
@@ -140,8 +145,13 @@ class _TaggingHandler:
             return JobOutcome.failure("memory_required")
         async with self._db.memory_transaction(job.memory) as conn:
             note = await self._notes.get(conn, note_id)
+            deferred = (
+                note is not None and self._gate is not None and await self._gate(conn, note_id)
+            )
         if note is None or note.deleted_at is not None:
             return JobOutcome.success({"skipped": "note_gone"})
+        if deferred:
+            return JobOutcome.success({"skipped": "deferred"})
         tier = _TIER_NAMES[job.tier]
         _, prior = carried(job.payload)
         result: dict[str, Any] = {"tier": tier}
@@ -259,12 +269,20 @@ def concept_tagging_type(
     *,
     followups: ConceptFollowups | None = None,
     content_types: ContentTypes | None = None,
+    gate: TaggingGate | None = None,
 ) -> JobType:
     """The ``ConceptTagging`` job type: starts on the cpu tier, escalates up (see above);
     after each write of a note's concepts it enqueues ``followups(memory, note id)``. The
     cpu tier names the note's content type with ``content_types`` (default: the note's
-    declared format)."""
+    declared format). ``gate`` defers a note's run while it says so (see
+    :data:`TaggingGate`)."""
     handler = _TaggingHandler(
-        db, vocabulary, backend, settings or TaggingSettings(), followups, content_types
+        db,
+        vocabulary,
+        backend,
+        settings or TaggingSettings(),
+        followups,
+        content_types,
+        gate,
     )
     return JobType(name=CONCEPT_TAGGING, tier=Tier.CPU, priority=3, handler=handler, max_attempts=5)

@@ -21,6 +21,8 @@ from fortemi.documents.extraction.base import (
 from fortemi.documents.extraction.library import LibraryExtractor
 from fortemi.documents.models import Detection
 from fortemi.documents.service import DocumentTypeService
+from fortemi.graph.tagging.jobs import concept_tagging_type, tagging_spec
+from fortemi.graph.vocabulary import VocabularyService
 from fortemi.inference.local import LocalEmbeddingBackend
 from fortemi.platform.database import Database
 from fortemi.platform.jobs.models import JobOutcome, JobSpec, Tier
@@ -51,7 +53,7 @@ async def _extract(
         attachments,
         documents,
         extractor or LibraryExtractor(),
-        followups=lambda m, n: [embedding_spec(m, n, Tier.CPU)],
+        followups=lambda m, n: [embedding_spec(m, n, Tier.CPU), tagging_spec(m, n)],
     )
     return await run_job(
         job_type, memory, {"attachment_id": str(attachment.id)},
@@ -74,7 +76,7 @@ async def test_a_structured_file_is_extracted_with_its_metadata_and_chunks(
     assert after.extraction_metadata["rows"] == 1
     assert after.preview
     # The note's embedding was deferred while this waited: it is asked for again now.
-    assert [s.type for s in enqueued] == ["Embedding"]
+    assert [s.type for s in enqueued] == ["Embedding", "ConceptTagging"]
     async with db.memory_transaction(memory) as conn:
         text = await conn.fetchval("SELECT attachment_text FROM note WHERE id = $1", note_id)
         assert "pears" in text
@@ -96,7 +98,8 @@ async def test_a_corrupt_file_fails_its_own_job_with_a_clear_reason_and_nothing_
     failed = await _extract(attachments, documents, memory, bad, enqueued=enqueued)
     assert failed.kind == "failure"
     assert failed.failure_code == "not_text"
-    assert [s.type for s in enqueued] == ["Embedding"]  # the note is not held back for good
+    # The note is not held back for good.
+    assert [s.type for s in enqueued] == ["Embedding", "ConceptTagging"]
     after = await attachments.get(memory, bad.id)
     assert after is not None
     assert after.extraction_status is ExtractionStatus.FAILED
@@ -151,7 +154,7 @@ async def test_files_found_inside_a_file_become_attachments_of_the_same_note(
     assert child.extracted_from == message.id
     assert child.filename == "invoice.txt"
     assert child.extraction_status is ExtractionStatus.PENDING
-    assert {s.type for s in enqueued} == {"Extraction", "Embedding"}
+    assert {s.type for s in enqueued} == {"Extraction", "Embedding", "ConceptTagging"}
 
 
 async def test_a_note_with_a_pending_extraction_has_its_embedding_deferred(
@@ -184,3 +187,37 @@ async def test_a_note_with_a_pending_extraction_has_its_embedding_deferred(
         assert again.result == {"chunks": 2, "embedded": 0}
     finally:
         await backend.aclose()
+
+
+async def test_a_note_with_a_pending_extraction_has_its_tagging_deferred(
+    attachments: AttachmentService, db: Database, memory: str, note_id: UUID
+) -> None:
+    backend = LocalEmbeddingBackend()
+    try:
+        job_type = concept_tagging_type(
+            db, VocabularyService(db), backend, gate=PendingExtractions(attachments)
+        )
+        await _attach(attachments, memory, note_id, "later.txt", b"words to read")
+        outcome = await run_job(job_type, memory, {"note_id": str(note_id)})
+        assert outcome.result == {"skipped": "deferred"}
+    finally:
+        await backend.aclose()
+
+
+async def test_files_nested_past_the_depth_limit_are_not_attached(
+    attachments: AttachmentService, documents: DocumentTypeService, memory: str, note_id: UUID
+) -> None:
+    current = await _attach(attachments, memory, note_id, "mail.eml", b"From: a@b\n\nhi")
+    results = []
+    for _ in range(3):  # the message, its attachment, that one's: depth 0, 1, 2
+        outcome = await _extract(attachments, documents, memory, current, _MailTwin())
+        results.append(outcome.result or {})
+        found = [
+            a for a in await attachments.for_note(memory, note_id) if a.extracted_from == current.id
+        ]
+        if not found:
+            break
+        current = found[0]
+    assert [len(r.get("children", [])) for r in results] == [1, 1, 0]
+    assert results[-1]["children_dropped"] == 1
+    assert len(await attachments.for_note(memory, note_id)) == 3

@@ -111,3 +111,19 @@ async def test_attachments_round_trip_through_the_s3_store(
     await service.delete(memory, second.id)
     assert not await s3_store.exists(memory, first.blob_digest)
     assert list((tmp_path / "staging").iterdir()) == []
+
+
+async def test_deleting_a_memory_s_blobs_leaves_other_memories_alone(
+    s3_store: S3BlobStore, tmp_path: Path
+) -> None:
+    digests = []
+    for memory, data in (("m3", b"one"), ("m3", b"two"), ("m4", b"one")):
+        digest = blake3.blake3(data).hexdigest()
+        staged = tmp_path / f"{memory}-{digest}"
+        staged.write_bytes(data)
+        await s3_store.put(memory, digest, staged)
+        digests.append(digest)
+    await s3_store.delete_memory("m3")
+    assert not await s3_store.exists("m3", digests[0])
+    assert not await s3_store.exists("m3", digests[1])
+    assert await s3_store.exists("m4", digests[2])

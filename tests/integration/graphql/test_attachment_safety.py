@@ -14,7 +14,12 @@ from fortemi.app import UPLOAD_OVERHEAD_BYTES, create_app
 from fortemi.auth.local_issuer import LocalIssuer
 from fortemi.documents.attachments.storage import staging_dir
 from fortemi.runtime import Runtime, attachment_service
-from tests.integration.graphql.attachments_support import ATTACH, attachment_uuid, upload
+from tests.integration.graphql.attachments_support import (
+    ATTACH,
+    CREATE_FROM_FILE,
+    attachment_uuid,
+    upload,
+)
 from tests.integration.graphql.conftest import GraphQLCall, error_codes
 
 PNG = (
@@ -232,3 +237,25 @@ async def test_a_download_of_an_id_that_is_no_attachment_is_not_found(
 ) -> None:
     response = await client.get("/attachments/not-an-id", headers=_headers(user_token, memory))
     assert response.status_code == 404
+
+
+async def test_a_file_variable_sent_as_json_is_refused_with_how_to_send_it(
+    gql: GraphQLCall,
+) -> None:
+    note_id = await _note(gql)
+    body = await gql(ATTACH, {"n": note_id, "file": "aGVsbG8="})
+    assert error_codes(body) == ["BAD_USER_INPUT"]
+    assert "multipart" in body["errors"][0]["message"]
+
+
+async def test_a_note_from_a_file_over_the_limit_is_never_made(
+    small_client: httpx.AsyncClient, user_token: str, memory: str, runtime: Runtime
+) -> None:
+    response = await upload(
+        small_client, CREATE_FROM_FILE, {}, ("big.txt", b"z" * (LIMIT + 1), None),
+        token=user_token, memory=memory,
+    )  # fmt: skip
+    assert response.json()["errors"][0]["extensions"]["reason"] == "file_too_large"
+    async with runtime.db.memory_transaction(memory) as conn:
+        assert await conn.fetchval("SELECT count(*) FROM note") == 0
+        assert await conn.fetchval("SELECT count(*) FROM blob") == 0

@@ -14,7 +14,7 @@ from tests.integration.graphql.attachments_support import (
     run_extraction,
     upload,
 )
-from tests.integration.graphql.conftest import GraphQLCall, error_codes
+from tests.integration.graphql.conftest import GraphQLCall, error_codes, open_memory
 
 
 async def _note(gql: GraphQLCall, title: str = "Holder", **extra: object) -> str:
@@ -212,3 +212,31 @@ async def test_delete_attachment_removes_it_and_its_blob(
     assert not await runtime.services.attachments.store.exists(memory, attachment["digest"])
     again = await gql("query($id: ID!) { attachment(id: $id) { id } }", {"id": attachment["id"]})
     assert again["data"]["attachment"] is None
+
+
+async def test_deleting_a_memory_removes_its_blobs(
+    client: httpx.AsyncClient, user_token: str, admin_token: str, runtime: Runtime
+) -> None:
+    doomed = await open_memory(runtime)
+    headers = {"Authorization": f"Bearer {user_token}", "X-Fortemi-Memory": doomed}
+    made = await client.post(
+        "/graphql",
+        json={"query": 'mutation { createNote(input: {title: "x"}) { id } }'},
+        headers=headers,
+    )
+    note_id = made.json()["data"]["createNote"]["id"]
+    await upload(
+        client, ATTACH, {"n": note_id}, ("f.txt", b"bytes", None), token=user_token, memory=doomed
+    )
+    folder = runtime.settings.home / "blobs" / doomed
+    assert folder.exists()
+    deleted = await client.post(
+        "/graphql",
+        json={
+            "query": "mutation($n: String!) { deleteMemory(name: $n, confirm: $n) }",
+            "variables": {"n": doomed},
+        },
+        headers={"Authorization": f"Bearer {admin_token}"},
+    )
+    assert deleted.json()["data"]["deleteMemory"] is True
+    assert not folder.exists()
