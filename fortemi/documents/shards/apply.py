@@ -27,7 +27,7 @@ from fortemi.documents.shards.archive import Limits, ShardReader
 from fortemi.documents.shards.blobs import BlobBytes, Readable, stage_blob
 from fortemi.documents.shards.components import table_named
 from fortemi.documents.shards.manifest import refused
-from fortemi.documents.shards.repository import advance_identity, insert_rows
+from fortemi.documents.shards.repository import advance_identity, insert_rows, lock_blob
 from fortemi.platform.database import Connection, Database
 from fortemi.platform.errors import Conflict
 
@@ -60,7 +60,10 @@ async def apply_shard(
             columns = {t.name: t.columns for c in manifest.components for t in c.tables}
             batch: list[dict[str, Any]] = []
             current: str | None = None
+            digests: set[str] = set()
             for row in reader.rows():
+                if row.table == "blob":
+                    digests.add(str(row.values["digest"]))
                 if row.table != current or len(batch) >= _BATCH:
                     if current is not None:
                         await _write(conn, current, columns[current], batch, policy, written)
@@ -68,14 +71,7 @@ async def apply_shard(
                 batch.append(row.values)
             if current is not None:
                 await _write(conn, current, columns[current], batch, policy, written)
-            for blob in reader.blobs():
-                if await blobs.store.exists(memory, blob.digest):
-                    # Content-addressed: the bytes held are these bytes. Read past them.
-                    await asyncio.to_thread(_skip, blob.file)
-                    continue
-                # Hashed again while staged: the file may have changed since validation.
-                staged = await asyncio.to_thread(stage_blob, blob.file, blobs.staging, blob.digest)
-                await blobs.store.put(memory, blob.digest, staged)
+            await _publish_blobs(conn, reader, memory, blobs, digests)
         for name in written:
             table = table_named(name)
             if table is not None and table.identity:
@@ -83,6 +79,32 @@ async def apply_shard(
         for hook in after:
             await hook(conn)
     return written
+
+
+async def _publish_blobs(
+    conn: Connection, reader: ShardReader, memory: str, blobs: BlobBytes, digests: set[str]
+) -> None:
+    """The bytes of every blob row of the shard in the memory's store before the commit:
+    those the shard carries written (unless held already), the others checked again."""
+    for blob in reader.blobs():
+        digests.discard(blob.digest)
+        await lock_blob(conn, blob.digest)
+        if await blobs.store.exists(memory, blob.digest):
+            # Content-addressed: the bytes held are these bytes. Read past them.
+            await asyncio.to_thread(_skip, blob.file)
+            continue
+        # Hashed again while staged: the file may have changed since validation.
+        staged = await asyncio.to_thread(stage_blob, blob.file, blobs.staging, blob.digest)
+        await blobs.store.put(memory, blob.digest, staged)
+    for digest in sorted(digests):
+        # Found in the store by validation; locked now, so no sweep removes them any more.
+        await lock_blob(conn, digest)
+        if not await blobs.store.exists(memory, digest):
+            raise refused(
+                "shard_missing_blob",
+                f"The bytes of attachment blob {digest[:12]} left memory {memory}'s store "
+                "during the import: import again",
+            )
 
 
 def _skip(source: Readable) -> None:

@@ -22,6 +22,7 @@ __all__ = [
     "dangling",
     "insert_rows",
     "insert_sql",
+    "lock_blob",
     "row_texts",
     "stored_columns",
 ]
@@ -46,6 +47,13 @@ async def blob_sizes(conn: Connection) -> list[tuple[str, int]]:
     """Every blob row of the memory: (digest, size), in digest order (the shard's order)."""
     rows = await conn.fetch("SELECT digest, size FROM blob ORDER BY digest")
     return [(r["digest"], int(r["size"])) for r in rows]
+
+
+async def lock_blob(conn: Connection, digest: str) -> None:
+    """Lock the blob's row (written by the import, or the memory's own under skip or
+    merge) before its bytes are looked for, as an attach does: an orphan sweep, which
+    locks orphan rows FOR UPDATE SKIP LOCKED, then leaves it and its bytes alone."""
+    await conn.execute("SELECT 1 FROM blob WHERE digest = $1 FOR UPDATE", digest)
 
 
 def _select(table: Table, columns: list[str]) -> str:
