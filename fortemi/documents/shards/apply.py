@@ -9,14 +9,18 @@ deleted unless the shard's is deleted too: an import never revives a tombstone.
 
 Attachment bytes are published to the target memory's blob store after the rows are
 written and before the transaction commits, so a committed blob row always has its bytes.
-If the import fails after that, the bytes it published stay in the store with no row
-naming them: harmless (content-addressed, a later import or upload of the same bytes
-reuses them) and never served, since every download goes through an attachment row.
+If the import fails after that, its rows are rolled back and the bytes it published are
+recorded as orphan ``blob`` rows (no attachment names them) in a transaction of their own,
+which the attachments' orphan sweep then removes, rows and bytes, as any other. Should
+even that write fail (the database gone), the bytes stay unnamed: harmless (never served,
+every download goes through an attachment row; reused by a later upload of the same
+bytes) and logged.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,11 +31,18 @@ from fortemi.documents.shards.archive import Limits, ShardReader
 from fortemi.documents.shards.blobs import BlobBytes, Readable, stage_blob
 from fortemi.documents.shards.components import table_named
 from fortemi.documents.shards.manifest import refused
-from fortemi.documents.shards.repository import advance_identity, insert_rows, lock_blob
+from fortemi.documents.shards.repository import (
+    advance_identity,
+    insert_rows,
+    lock_blob,
+    record_orphans,
+)
 from fortemi.platform.database import Connection, Database
 from fortemi.platform.errors import Conflict
 
 __all__ = ["POLICIES", "apply_shard"]
+
+log = logging.getLogger(__name__)
 
 POLICIES = ("error", "skip", "replace", "merge")
 _BATCH = 1000
@@ -51,6 +62,25 @@ async def apply_shard(
 ) -> dict[str, int]:
     """Write the shard's rows; the rows written (inserted or updated) per table. ``after``:
     what other features derive from the rows (indexes), run in the same transaction."""
+    published: list[tuple[str, int]] = []
+    try:
+        return await _apply(db, memory, path, limits, policy, blobs, after, published)
+    except BaseException:
+        if published:
+            await _orphaned(db, memory, published)
+        raise
+
+
+async def _apply(
+    db: Database,
+    memory: str,
+    path: Path,
+    limits: Limits,
+    policy: str,
+    blobs: BlobBytes,
+    after: Sequence[AfterImport],
+    published: list[tuple[str, int]],
+) -> dict[str, int]:
     written: dict[str, int] = {}
     async with db.memory_transaction(memory, subject=f"Memory {memory}") as conn:
         with ShardReader(path, limits) as reader:
@@ -71,7 +101,7 @@ async def apply_shard(
                 batch.append(row.values)
             if current is not None:
                 await _write(conn, current, columns[current], batch, policy, written)
-            await _publish_blobs(conn, reader, memory, blobs, digests)
+            await _publish_blobs(conn, reader, memory, blobs, digests, published)
         for name in written:
             table = table_named(name)
             if table is not None and table.identity:
@@ -81,11 +111,29 @@ async def apply_shard(
     return written
 
 
+async def _orphaned(db: Database, memory: str, published: list[tuple[str, int]]) -> None:
+    try:
+        async with db.memory_transaction(memory) as conn:
+            await record_orphans(conn, published)
+    except Exception:
+        log.exception(
+            "a failed import into %s left %d blobs in the store that no row names",
+            memory,
+            len(published),
+        )
+
+
 async def _publish_blobs(
-    conn: Connection, reader: ShardReader, memory: str, blobs: BlobBytes, digests: set[str]
+    conn: Connection,
+    reader: ShardReader,
+    memory: str,
+    blobs: BlobBytes,
+    digests: set[str],
+    published: list[tuple[str, int]],
 ) -> None:
     """The bytes of every blob row of the shard in the memory's store before the commit:
-    those the shard carries written (unless held already), the others checked again."""
+    those the shard carries written (unless held already; ``published`` lists the
+    others), the rest checked again."""
     for blob in reader.blobs():
         digests.discard(blob.digest)
         await lock_blob(conn, blob.digest)
@@ -95,6 +143,7 @@ async def _publish_blobs(
             continue
         # Hashed again while staged: the file may have changed since validation.
         staged = await asyncio.to_thread(stage_blob, blob.file, blobs.staging, blob.digest)
+        published.append((blob.digest, blob.size))
         await blobs.store.put(memory, blob.digest, staged)
     for digest in sorted(digests):
         # Found in the store by validation; locked now, so no sweep removes them any more.

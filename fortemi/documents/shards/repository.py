@@ -23,6 +23,7 @@ __all__ = [
     "insert_rows",
     "insert_sql",
     "lock_blob",
+    "record_orphans",
     "row_texts",
     "stored_columns",
 ]
@@ -54,6 +55,14 @@ async def lock_blob(conn: Connection, digest: str) -> None:
     merge) before its bytes are looked for, as an attach does: an orphan sweep, which
     locks orphan rows FOR UPDATE SKIP LOCKED, then leaves it and its bytes alone."""
     await conn.execute("SELECT 1 FROM blob WHERE digest = $1 FOR UPDATE", digest)
+
+
+async def record_orphans(conn: Connection, blobs: list[tuple[str, int]]) -> None:
+    """``blob`` rows for bytes a failed import left in the store (none where the memory
+    has one already): no attachment names them, so the orphan sweep removes them."""
+    await conn.executemany(
+        "INSERT INTO blob (digest, size) VALUES ($1, $2) ON CONFLICT (digest) DO NOTHING", blobs
+    )
 
 
 def _select(table: Table, columns: list[str]) -> str:

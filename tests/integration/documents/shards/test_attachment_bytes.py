@@ -14,7 +14,7 @@ from fortemi.documents.attachments.service import AttachmentService
 from fortemi.documents.attachments.storage import LocalBlobStore
 from fortemi.documents.service import DocumentTypeService
 from fortemi.documents.shards import BlobBytes, ImportOptions, ShardService
-from fortemi.platform.database import Database
+from fortemi.platform.database import Connection, Database
 from fortemi.platform.errors import BadUserInput
 from fortemi.platform.notes import NoteService
 from fortemi.platform.settings import Settings
@@ -198,3 +198,30 @@ async def test_a_blob_member_the_manifest_does_not_count_is_refused_and_writes_n
     write_members(forged, members, reseal=False)
 
     assert await _refused_reason(db, shards, blob_bytes, target, forged) == "shard_unsafe_member"
+
+
+async def test_bytes_of_an_import_that_fails_after_publishing_them_are_swept_as_orphans(
+    db: Database,
+    blob_bytes: BlobBytes,
+    attachments: AttachmentService,
+    full_shard: Path,
+    target: str,
+) -> None:
+    async def fails(_: Connection) -> None:
+        raise RuntimeError("the import's last step fails")
+
+    failing = ShardService(db, blob_bytes, after_import=[fails])
+    before = await table_counts(db, target)
+
+    with pytest.raises(RuntimeError, match="last step"):
+        await failing.import_(target, full_shard, ImportOptions())
+
+    after = await table_counts(db, target)
+    assert {t: n for t, n in after.items() if t != "blob"} == {
+        t: n for t, n in before.items() if t != "blob"
+    }  # every row rolled back
+    assert after["blob"] == before["blob"] + 1  # but the published bytes are named
+    assert await blob_bytes.store.exists(target, HELLO_DIGEST)
+    assert await attachments.sweep(target) == [HELLO_DIGEST]
+    assert not await blob_bytes.store.exists(target, HELLO_DIGEST)
+    assert await table_counts(db, target) == before
