@@ -4,6 +4,7 @@ database): an export encrypted for a recipient, imported with that recipient's k
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from tests.integration.documents.shards.helpers import (
     HELLO,
     HELLO_DIGEST,
     populate,
+    read_members,
     table_counts,
 )
 
@@ -95,3 +97,26 @@ async def test_encrypted_export_imports_with_the_recipients_key_and_both_are_aud
         (target, "shard_import"),
         (target, "shard_import"),
     ]
+
+
+async def test_a_core_export_carries_the_bytes_only_with_the_option(
+    db: Database,
+    notes: NoteService,
+    memory: str,
+    service_urls: ServiceUrls,
+    tmp_path: Path,
+) -> None:
+    store = LocalBlobStore(tmp_path / "home" / "blobs")
+    await populate(db, notes, memory, BlobBytes(store, tmp_path / "home" / "blobs" / ".staging"))
+    export = ("shard", "export", "--memory", memory, "--profile", "core-v1")
+    bare = json.loads(await _fortemi(tmp_path, service_urls, *export, "-o", "bare.shard"))
+    carried = json.loads(
+        await _fortemi(
+            tmp_path, service_urls, *export, "--with-attachment-bytes", "-o", "carried.shard"
+        )
+    )
+
+    assert bare["blobs"] is None
+    assert "attachment-bytes-outside-profile" in [e["code"] for e in bare["loss"]]
+    assert carried["blobs"] == {"count": 1, "bytes": len(HELLO)}
+    assert read_members(tmp_path / "carried.shard")[f"blobs/{HELLO_DIGEST}"] == HELLO
