@@ -2,6 +2,7 @@
 of the same memory schema, in the same run.
 
 ``python -m benchmarks.shards [DATA_DIR] [--notes 10000] [--links-per-note 8] [--dim 384]
+[--small-files 1000] [--small-bytes 4096] [--large-files 3] [--large-bytes 1048576]
 [--seed N]``
 
 DATA_DIR (optional): where the embedded PostgreSQL and the archives live (a temporary
@@ -11,7 +12,10 @@ Data: ``--notes`` notes of 2-7 sentences (``benchmarks._notes.payloads``) with t
 original and version 1; for each, one chunk and its ``--dim`` vector (one embedding set)
 and its note vector; ``--links-per-note`` semantic links to random other notes, and
 explicit and wiki links for 2 % of the notes each; a vocabulary of 64 concepts, each note
-tagged with one. Written by SQL into a fresh memory, then VACUUM ANALYZE.
+tagged with one; ``--small-files`` attachments of about ``--small-bytes`` (text) and
+``--large-files`` of ``--large-bytes`` (random, incompressible), on random notes, their
+bytes in a local blob store under DATA_DIR. Written by SQL into a fresh memory, then
+VACUUM ANALYZE.
 
 Measured, best of ``--rounds``:
 * shard export: ``ShardService.export`` (full-v1 with vectors) to a file;
@@ -20,6 +24,10 @@ Measured, best of ``--rounds``:
 * pg_dump: ``pg_dump -Fc -n <memory schema>`` (zlib at its default level, as the shard's
   gzip) to a file; pg_restore: ``pg_restore`` of it into a fresh database with pgvector,
   the binaries pgserver ships beside its postgres.
+
+pg_dump does not include the blob store's bytes (the shard does): the table prints the
+pg_dump figures alone and with ``tar -czf`` / ``tar -xzf`` of the memory's blob folder
+added, and the sizes both ways.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ import time
 import uuid
 from pathlib import Path
 
+import blake3
 import numpy as np
 
 from benchmarks._common import (
@@ -43,7 +52,8 @@ from benchmarks._common import (
     table,
 )
 from benchmarks._notes import payloads
-from fortemi.documents.shards import ImportOptions, ShardService
+from fortemi.documents.attachments.storage import LocalBlobStore
+from fortemi.documents.shards import BlobBytes, ImportOptions, ShardService
 from fortemi.platform.database import Database, memory_schema
 from fortemi.platform.memories import MemoryService
 from fortemi.platform.migrations import Migrations
@@ -136,6 +146,48 @@ async def _load(db: Database, memory: str, args: argparse.Namespace) -> dict[str
     return counts
 
 
+async def _attach(
+    db: Database, memory: str, blobs: BlobBytes, args: argparse.Namespace
+) -> tuple[int, int]:
+    """The attachments, their bytes in the store; (files, bytes)."""
+    rng = random.Random(args.seed + 1)
+    async with db.memory_transaction(memory) as conn:
+        note_ids = [r["id"] for r in await conn.fetch("SELECT id FROM note")]
+    files = [
+        (
+            f"small-{n}.txt",
+            " ".join(f"w{rng.randrange(5000)}" for _ in range(args.small_bytes // 6)),
+        )
+        for n in range(args.small_files)
+    ]
+    blobs.staging.mkdir(parents=True, exist_ok=True)
+    rows, total = [], 0
+    for index, (name, payload) in enumerate(
+        [*((n, t.encode()) for n, t in files), *(
+            (f"large-{n}.bin", rng.randbytes(args.large_bytes)) for n in range(args.large_files)
+        )]
+    ):  # fmt: skip
+        digest = blake3.blake3(payload).hexdigest()
+        staged = blobs.staging / f"bench-{index}"
+        staged.write_bytes(payload)
+        await blobs.store.put(memory, digest, staged)
+        rows.append((uuid.uuid4(), rng.choice(note_ids), digest, name, len(payload)))
+        total += len(payload)
+    async with db.memory_transaction(memory) as conn:
+        await conn.executemany(
+            "INSERT INTO blob (digest, size) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+            [(d, size) for _, _, d, _, size in rows],
+        )
+        await conn.executemany(
+            "INSERT INTO attachment (id, note_id, blob_digest, filename, size, mime_detected, "
+            "document_type, detection_method, detection_confidence, extraction_status) "
+            "VALUES ($1, $2, $3, $4, $5, 'application/octet-stream', 'binary', 'extension', "
+            "0.9, 'skipped')",
+            rows,
+        )
+    return len(rows), total
+
+
 def _timed(argv: list[str]) -> float:
     start = time.perf_counter()
     subprocess.run(argv, check=True, capture_output=True)  # noqa: S603 - fixed argv
@@ -153,13 +205,17 @@ async def _run(args: argparse.Namespace, folder: Path) -> None:
             await memories.create(source, created_by="bench")
             started = time.perf_counter()
             counts = await _load(db, source, args)
+            blobs = BlobBytes(LocalBlobStore(folder / "blobs"), folder / "blobs" / ".staging")
+            files, blob_bytes = await _attach(db, source, blobs, args)
             setup.append(("data", ", ".join(f"{v:,} {k}" for k, v in counts.items())))
+            setup.append(("attachments", f"{files:,} files, {blob_bytes / 2**20:.1f} MiB of bytes"))
             setup.append(("load", f"{time.perf_counter() - started:.1f} s by SQL"))
             print_setup("Knowledge shards: export/import vs pg_dump/pg_restore", setup)
-            shards = ShardService(db)
+            shards = ShardService(db, blobs)
             shard, dump = folder / "bench.shard", folder / "bench.dump"
+            packed, unpacked = folder / "blobs.tgz", folder / "unpacked"
             rows: list[tuple[str, float, float]] = []
-            export_s, import_s, dump_s, restore_s = [], [], [], []
+            export_s, import_s, dump_s, restore_s, tar_s, untar_s = [], [], [], [], [], []
             for round_ in range(args.rounds):
                 started = time.perf_counter()
                 with shard.open("wb") as sink:
@@ -185,11 +241,28 @@ async def _run(args: argparse.Namespace, folder: Path) -> None:
                 finally:
                     await other.close()
                 restore_s.append(_timed([_bin("pg_restore"), "-d", dsn, str(dump)]))
+                # What pg_dump leaves out: the memory's folder of the blob store.
+                tar_s.append(
+                    _timed(["tar", "-czf", str(packed), "-C", str(folder / "blobs"), source])
+                )
+                shutil.rmtree(unpacked, ignore_errors=True)
+                unpacked.mkdir()
+                untar_s.append(_timed(["tar", "-xzf", str(packed), "-C", str(unpacked)]))
                 async with db.connection() as conn:
                     await conn.execute(f'DROP DATABASE "{restored}" WITH (FORCE)')
             rows = [
                 ("export (shard) vs pg_dump", min(export_s), min(dump_s)),
                 ("import (shard) vs pg_restore", min(import_s), min(restore_s)),
+                (
+                    "export (shard) vs pg_dump + tar of blobs",
+                    min(export_s),
+                    min(d + t for d, t in zip(dump_s, tar_s, strict=True)),
+                ),
+                (
+                    "import (shard) vs pg_restore + untar of blobs",
+                    min(import_s),
+                    min(r + u for r, u in zip(restore_s, untar_s, strict=True)),
+                ),
             ]
             print(
                 table(
@@ -199,10 +272,12 @@ async def _run(args: argparse.Namespace, folder: Path) -> None:
                 )
             )
             size_shard, size_dump = shard.stat().st_size, dump.stat().st_size
+            size_tar = packed.stat().st_size
             print(
-                f"\nsizes: shard {size_shard / 2**20:.1f} MiB, pg_dump -Fc "
-                f"{size_dump / 2**20:.1f} MiB ({size_shard / size_dump:.2f}x); "
-                f"best of {args.rounds} round(s)"
+                f"\nsizes: shard {size_shard / 2**20:.1f} MiB (bytes included); pg_dump -Fc "
+                f"{size_dump / 2**20:.1f} MiB without the bytes ({size_shard / size_dump:.2f}x), "
+                f"{(size_dump + size_tar) / 2**20:.1f} MiB with their tar.gz "
+                f"({size_shard / (size_dump + size_tar):.2f}x); best of {args.rounds} round(s)"
             )
             await memories.delete(source, confirm=source)
         finally:
@@ -223,6 +298,10 @@ def main() -> None:
     parser.add_argument("--links-per-note", type=int, default=8)
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--small-files", type=int, default=1000)
+    parser.add_argument("--small-bytes", type=int, default=4096)
+    parser.add_argument("--large-files", type=int, default=3)
+    parser.add_argument("--large-bytes", type=int, default=1_048_576)
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
     with bench_home(args.data_dir) as folder:

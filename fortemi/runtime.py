@@ -45,7 +45,7 @@ from fortemi.documents.attachments.storage import BlobStore, build_blob_store, s
 from fortemi.documents.chunking import CodeChunker
 from fortemi.documents.extraction.library import LibraryExtractor
 from fortemi.documents.service import DocumentTypeService
-from fortemi.documents.shards import ShardService
+from fortemi.documents.shards import BlobBytes, ShardService
 from fortemi.documents.shards.jobs import ShardFiles, shard_job_types
 from fortemi.graph.backfill import GraphBackfill, graph_backfill_type, startup_specs
 from fortemi.graph.linking.jobs import linking_followups, linking_job_type
@@ -259,6 +259,7 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
         )
         shards = ShardService(
             db,
+            BlobBytes(store, staging_dir(settings)),
             producer=f"fortemi {program_version()}",
             after_import=[EmbeddingSets().index_all],
         )

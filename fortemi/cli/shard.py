@@ -45,6 +45,11 @@ def add_shard(commands: Commands) -> None:
     export.add_argument(
         "--no-vectors", action="store_true", help="full-v1 without chunks and vectors"
     )
+    export.add_argument(
+        "--with-attachment-bytes",
+        action="store_true",
+        help="core-v1 carries the attachments' bytes too (full-v1 always does)",
+    )
     export.add_argument("-o", "--output", type=Path, required=True, help="the shard to write")
     export.add_argument(
         "--encrypt-for",
@@ -157,7 +162,11 @@ def _audit_record(args: argparse.Namespace) -> Any:
 
     details: dict[str, Any] = {"operation": f"shard_{args.shard_command}", "via": "cli"}
     if args.shard_command == "export":
-        details |= {"profile": args.profile, "encrypted": bool(args.encrypt_for)}
+        details |= {
+            "profile": args.profile,
+            "encrypted": bool(args.encrypt_for),
+            "attachment_bytes": args.profile == "full-v1" or args.with_attachment_bytes,
+        }
     else:
         details |= {"dry_run": args.dry_run, "on_conflict": args.on_conflict}
     return AuditRecord(
@@ -179,15 +188,22 @@ async def _export_async(db: Database, args: argparse.Namespace, sink: Any) -> di
     from fortemi import console
     from fortemi.documents.shards import ShardService
 
-    service = ShardService(db, producer=f"fortemi {console.program_version()}")
+    service = ShardService(
+        db, _blob_bytes(load_settings()), producer=f"fortemi {console.program_version()}"
+    )
     manifest = await service.export(
-        args.memory, sink, profile=args.profile, vectors=not args.no_vectors
+        args.memory,
+        sink,
+        profile=args.profile,
+        vectors=not args.no_vectors,
+        attachment_bytes=args.with_attachment_bytes,
     )
     return {
         "memory": manifest.memory,
         "profile": manifest.profile,
         "components": {c.name: c.count for c in manifest.components},
         "loss": [e.model_dump() for e in manifest.loss if e.rows],
+        "blobs": None if manifest.blobs is None else manifest.blobs.model_dump(),
     }
 
 
@@ -196,9 +212,20 @@ async def _import_async(db: Database, args: argparse.Namespace, path: Path) -> d
     from fortemi.retrieval.sets import EmbeddingSets
 
     options = ImportOptions(on_conflict=args.on_conflict, dry_run=args.dry_run)
-    shards = ShardService(db, after_import=[EmbeddingSets().index_all])
+    shards = ShardService(
+        db, _blob_bytes(load_settings()), after_import=[EmbeddingSets().index_all]
+    )
     report = await shards.import_(args.memory, path, options)
     return report.as_json()
+
+
+def _blob_bytes(settings: Settings) -> Any:
+    """The blob store the server uses (FORTEMI_BLOB_STORE), where attachment bytes are
+    read from and written to."""
+    from fortemi.documents.attachments.storage import build_blob_store, staging_dir
+    from fortemi.documents.shards import BlobBytes
+
+    return BlobBytes(build_blob_store(settings), staging_dir(settings))
 
 
 @contextlib.contextmanager

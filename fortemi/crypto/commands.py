@@ -1,9 +1,11 @@
-"""``fortemi pke keygen | encrypt | decrypt | info | verify``: MMPKE01 files, offline.
+"""``fortemi pke keygen | encrypt | decrypt | info | verify | publish``: MMPKE01 files.
 
-Nothing here talks to a server. Private keys stay in their passphrase-sealed files; the
-passphrase comes from ``--passphrase-file``, ``FORTEMI_PKE_PASSPHRASE`` or the terminal.
-``--to`` takes a public key file or an address found among the ``*.pub`` files of the
-keyring folder (``--keyring``, ``FORTEMI_PKE_KEYRING``, default ``<FORTEMI_HOME>/pke``).
+Nothing here talks to a server but ``publish`` (:mod:`fortemi.crypto.publish`), which
+sends a public key file to a server's key directory. Private keys stay in their
+passphrase-sealed files; the passphrase comes from ``--passphrase-file``,
+``FORTEMI_PKE_PASSPHRASE`` or the terminal. ``--to`` takes a public key file or an
+address found among the ``*.pub`` files of the keyring folder (``--keyring``,
+``FORTEMI_PKE_KEYRING``, default ``<FORTEMI_HOME>/pke``).
 """
 
 from __future__ import annotations
@@ -105,6 +107,21 @@ def add_commands(commands: Commands) -> None:
     verify.add_argument("--key", type=Path, help="a recipient's private key file")
     verify.add_argument("file", type=Path, help="the MMPKE01 file")
     verify.set_defaults(run=_guarded(_verify))
+
+    published = sub.add_parser(
+        "publish",
+        help="publish a public key file on a server, for encryptFor (FORTEMI_URL, "
+        "FORTEMI_TOKEN); prints its address",
+    )
+    published.add_argument("file", type=Path, help="the public key file (NAME.pub)")
+    published.add_argument("--label", help="a label to tell your keys apart (e.g. laptop)")
+    published.set_defaults(run=_guarded(_publish))
+
+
+def _publish(args: argparse.Namespace) -> int:
+    from fortemi.crypto.publish import run_publish
+
+    return run_publish(args)
 
 
 def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:

@@ -92,7 +92,9 @@ class Attachment:
         description="The attachment this one was found in (an e-mail's attachment)"
     )
     download_path: str = strawberry.field(
-        description="GET it with the same Authorization and X-Fortemi-Memory headers"
+        description="GET it with the same Authorization and X-Fortemi-Memory headers; "
+        "add ?encryptFor=<mm: address> (repeatable) for the bytes sealed in MMPKE01 for "
+        "those addresses' published keys"
     )
     created_at: datetime | None
     deleted_at: datetime | None

@@ -9,6 +9,12 @@ The response is never rendered from the API's origin: ``Content-Disposition:
 attachment``, ``X-Content-Type-Options: nosniff``, a CSP that allows nothing and
 sandboxes the document, and the detected type, except for types a browser would run or
 render as active content (HTML, SVG, XML, scripts), sent as ``application/octet-stream``.
+
+``?encryptFor=mm:...`` (repeatable) sends instead the MMPKE01 file of the bytes sealed for
+those addresses' published keys (``<name>.mmpke``, ``application/octet-stream``), streamed
+as it is sealed. The addresses are resolved after the access checks and before the first
+byte: a malformed one is a 400 naming the reason, one with no published key a 404 naming
+the address.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from fortemi.auth.tokens import bearer_token
+from fortemi.documents.attachments.models import Attachment
 from fortemi.graphql.attachments import parse_attachment_id
 from fortemi.graphql.context import Context
 from fortemi.graphql.services import Services
@@ -77,6 +84,24 @@ def _error(status: int, message: str, code: str) -> Response:
     return Response(json.dumps(body), status, media_type="application/json", headers=_HEADERS)
 
 
+async def _sealed(
+    services: Services, memory: str, found: Attachment, recipients: list[str]
+) -> Response:
+    try:
+        blocks = await services.encryption.encrypt_stream(
+            recipients, services.attachments.content(memory, found), filename=found.filename
+        )
+    except NotFound as exc:  # an address nobody published: the message names it
+        return _error(404, exc.message, exc.code)
+    except FortemiError as exc:
+        reason = exc.extensions.get("reason")
+        message = f"{exc.message} [{reason}]" if reason else exc.message
+        return _error(400, message, exc.code)
+    # The envelope's length is not known before it is sealed: no Content-Length, no ETag.
+    headers = {**_HEADERS, "Content-Disposition": _disposition(f"{found.filename}.mmpke")}
+    return StreamingResponse(blocks, media_type="application/octet-stream", headers=headers)
+
+
 def attachment_routes(services: Services) -> list[Route]:
     async def download(request: Request) -> Response:
         request_id = uuid.uuid4().hex
@@ -111,6 +136,9 @@ def attachment_routes(services: Services) -> list[Route]:
             if exc.code == "BAD_USER_INPUT":  # an id that is no attachment id names none
                 return gone
             return _error(503 if exc.code == "SERVICE_UNAVAILABLE" else 400, exc.message, exc.code)
+        recipients = request.query_params.getlist("encryptFor")
+        if recipients:
+            return await _sealed(services, memory, found, recipients)
         headers = {
             **_HEADERS,
             "Content-Disposition": _disposition(found.filename),

@@ -48,7 +48,8 @@ class ShardMutation:
     @strawberry.mutation(
         description="Export the memory as a shard (admin): a ShardExport job whose result "
         "names the file, its size, component counts and the loss report; download it from "
-        "/shards/<job id>. encryptFor: sealed (MMPKE01) for those addresses' published keys"
+        "/shards/<job id>. encryptFor: sealed (MMPKE01) for those addresses' published keys. "
+        "attachmentBytes: core-v1 carries the attachments' bytes too (full-v1 always does)"
     )
     async def export_shard(
         self,
@@ -57,6 +58,7 @@ class ShardMutation:
         profile: ShardProfile = ShardProfile.FULL_V1,
         vectors: bool = True,
         encrypt_for: list[str] | None = None,
+        attachment_bytes: bool = False,
     ) -> Job:
         name = await _admin(info, memory)
         if encrypt_for:
@@ -68,6 +70,7 @@ class ShardMutation:
             vectors=vectors,
             requested_by=info.context.caller.sub,
             encrypt_for=encrypt_for,
+            attachment_bytes=attachment_bytes,
         )
         job, _ = await info.context.services.jobs.submit(spec)
         await info.context.services.wakeups.dispatch(job)

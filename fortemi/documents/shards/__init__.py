@@ -2,7 +2,8 @@
 manifest of checksums, counts and a loss report (README: "Knowledge shards")."""
 
 from fortemi.documents.shards.archive import Limits
+from fortemi.documents.shards.blobs import BlobBytes
 from fortemi.documents.shards.manifest import Manifest
 from fortemi.documents.shards.service import ImportOptions, ImportReport, ShardService
 
-__all__ = ["ImportOptions", "ImportReport", "Limits", "Manifest", "ShardService"]
+__all__ = ["BlobBytes", "ImportOptions", "ImportReport", "Limits", "Manifest", "ShardService"]

@@ -4,8 +4,11 @@ Only regular members are read: a link, device, directory or FIFO is refused, and
 name that is not the manifest or a path the manifest lists (no ``..``, no absolute path:
 nothing is ever extracted to disk anyway). The manifest must come first; every component
 must then appear once, in the manifest's order, within the size limits, and hash to the
-manifest's SHA-256 with the rows it declares. A truncated or corrupt archive is
-``shard_truncated``; nothing here writes anywhere.
+manifest's SHA-256 with the rows it declares. Attachment bytes, when the manifest lists
+``blobs``, follow as ``blobs/<digest>`` members in digest order, as many and as large in
+total as the manifest says (each one's BLAKE3 is checked by whoever reads it:
+:mod:`.blobs`). A truncated or corrupt archive is ``shard_truncated``; nothing here writes
+anywhere.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from fortemi.documents.shards.blobs import BLOB_MEMBER
 from fortemi.documents.shards.components import component_named
 from fortemi.documents.shards.manifest import (
     MANIFEST_NAME,
@@ -29,7 +33,7 @@ from fortemi.documents.shards.manifest import (
     refused,
 )
 
-__all__ = ["ENCRYPTED_MAGIC", "Limits", "Row", "ShardReader"]
+__all__ = ["ENCRYPTED_MAGIC", "BlobMember", "Limits", "Row", "ShardReader"]
 
 ENCRYPTED_MAGIC = b"MMPKE01\n"  # an MMPKE01 file's first bytes (fortemi.crypto)
 
@@ -50,6 +54,30 @@ class Row:
     values: dict[str, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class BlobMember:
+    """One ``blobs/<digest>`` member; ``file`` is read before the next member is asked
+    for (the archive is a stream)."""
+
+    digest: str
+    size: int
+    file: _Guarded
+
+
+class _Guarded:
+    """A member's file whose read errors (a truncated or corrupt archive) are
+    ``shard_truncated``, like every other read of the archive."""
+
+    def __init__(self, source: IO[bytes]) -> None:
+        self._source = source
+
+    def read(self, size: int = -1, /) -> bytes:
+        try:
+            return self._source.read(size)
+        except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+            raise _truncated(exc) from None
+
+
 class ShardReader:
     """One pass over a shard file: :meth:`rows` yields every row, checked, after the
     manifest (:attr:`manifest`, read by :meth:`open`)."""
@@ -60,6 +88,7 @@ class ShardReader:
         self._file: IO[bytes] | None = None
         self._tar: tarfile.TarFile | None = None
         self.manifest: Manifest | None = None
+        self._total = 0  # bytes of the members read so far, against the total limit
 
     def __enter__(self) -> ShardReader:
         try:
@@ -125,7 +154,6 @@ class ShardReader:
     def rows(self) -> Iterator[Row]:
         if self.manifest is None:
             raise RuntimeError("a ShardReader is read inside its with block")
-        total = 0
         for entry in self.manifest.components:
             member = self._next()
             if member is None:
@@ -135,15 +163,59 @@ class ShardReader:
                     "shard_unsafe_member",
                     f"The shard holds {member.name!r} where the manifest lists {entry.path!r}",
                 )
-            total += member.size
-            if member.size > self._limits.max_member_bytes or total > self._limits.max_total_bytes:
-                raise refused("shard_too_large", f"{entry.path} is over the import size limit")
+            self._count(member)
             if member.size != entry.bytes:
                 raise refused(
                     "shard_checksum_mismatch",
                     f"{entry.path} is {member.size} bytes; the manifest says {entry.bytes}",
                 )
             yield from self._component(entry, self._member_file(member))
+        if self.manifest.blobs is None:
+            self._end()
+
+    def blobs(self) -> Iterator[BlobMember]:
+        """After :meth:`rows`: the attachment bytes the manifest lists, member by member."""
+        if self.manifest is None:
+            raise RuntimeError("a ShardReader is read inside its with block")
+        listed = self.manifest.blobs
+        if listed is None:
+            return
+        count = total = 0
+        last = ""
+        while count < listed.count:
+            member = self._next()
+            if member is None:
+                raise refused("shard_truncated", "The shard ends before its last attachment blob")
+            match = BLOB_MEMBER.match(member.name)
+            if match is None or match.group(1) <= last:
+                raise refused(
+                    "shard_unsafe_member",
+                    f"The shard holds {member.name!r} where the manifest lists attachment "
+                    "blobs (blobs/<BLAKE3 digest>, each once, in digest order)",
+                )
+            last = match.group(1)
+            self._count(member)
+            count, total = count + 1, total + member.size
+            if total > listed.bytes:
+                raise refused(
+                    "shard_checksum_mismatch",
+                    f"The shard's blobs hold more than the {listed.bytes} bytes its manifest says",
+                )
+            yield BlobMember(last, member.size, _Guarded(self._member_file(member)))
+        if total != listed.bytes:
+            raise refused(
+                "shard_checksum_mismatch",
+                f"The shard's blobs hold {total} bytes; its manifest says {listed.bytes}",
+            )
+        self._end()
+
+    def _count(self, member: tarfile.TarInfo) -> None:
+        self._total += member.size
+        limits = self._limits
+        if member.size > limits.max_member_bytes or self._total > limits.max_total_bytes:
+            raise refused("shard_too_large", f"{member.name} is over the import size limit")
+
+    def _end(self) -> None:
         if self._next() is not None:
             raise refused(
                 "shard_unsafe_member", "The shard holds members its manifest does not list"

@@ -4,7 +4,11 @@ Every component is written to a spooled temporary file (kept in memory up to
 :data:`SPOOL_BYTES`, then on disk) while its SHA-256 and row counts are taken; then the
 manifest, which needs them, goes first into the archive and the components follow. Rows
 come from the server as JSON text (``to_jsonb``) through a cursor, so neither the memory
-nor any one table is ever held whole in this process.
+nor any one table is ever held whole in this process. Attachment bytes follow the
+components (``blobs/<digest>``, in digest order), streamed from the blob store chunk by
+chunk (:class:`~.blobs.StoreStream`): ``full-v1`` always carries them, ``core-v1`` when
+``attachment_bytes`` asks. The blob rows are read in the snapshot; their bytes, immutable
+under their digest, are read after it.
 
 gzip rather than zstd: the standard library writes and reads it (no native dependency
 for a format meant to outlive this code), every ``tar`` opens it, and pg_dump's default
@@ -20,22 +24,31 @@ import io
 import json
 import tarfile
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import IO
 
-from fortemi.documents.shards.components import COMPONENTS, Component
+from fortemi.documents.attachments.storage import BlobStore
+from fortemi.documents.shards.blobs import StoreStream, blob_member
+from fortemi.documents.shards.components import COMPONENTS, FULL, Component
 from fortemi.documents.shards.manifest import (
+    BLOB_READER_VERSION,
     FORMAT,
     MANIFEST_NAME,
-    READER_VERSION,
     SHARD_VERSION,
+    BlobsEntry,
     ComponentEntry,
     LossEntry,
     Manifest,
     TableEntry,
 )
-from fortemi.documents.shards.repository import count_rows, row_texts, stored_columns
+from fortemi.documents.shards.repository import (
+    blob_sizes,
+    count_rows,
+    row_texts,
+    stored_columns,
+)
 from fortemi.platform.database import Connection, Database
 from fortemi.platform.errors import BadUserInput
 
@@ -50,6 +63,14 @@ class ExportOptions:
     profile: str = "full-v1"
     vectors: bool = True  # full-v1: chunks and vectors (recomputable) travel too
     producer: str = "fortemi"
+    attachment_bytes: bool = False  # core-v1: carry the attachments' bytes too
+
+    @property
+    def with_bytes(self) -> bool:
+        return self.profile == FULL or self.attachment_bytes
+
+
+Blobs = list[tuple[str, int]]
 
 
 def _carried(component: Component, options: ExportOptions) -> bool:
@@ -59,7 +80,7 @@ def _carried(component: Component, options: ExportOptions) -> bool:
 
 
 async def export_shard(
-    db: Database, memory: str, sink: IO[bytes], options: ExportOptions
+    db: Database, memory: str, sink: IO[bytes], options: ExportOptions, store: BlobStore
 ) -> Manifest:
     """Write memory ``memory`` as a shard to ``sink``; the manifest written is returned.
 
@@ -72,6 +93,7 @@ async def export_shard(
         )
     spools: list[tuple[ComponentEntry, IO[bytes]]] = []
     loss: list[LossEntry] = []
+    blobs: Blobs | None = None
     try:
         async with db.memory_transaction(memory, isolation="repeatable_read") as conn:
             for component in COMPONENTS:
@@ -80,20 +102,32 @@ async def export_shard(
                     loss.extend(await _column_losses(conn, component, options.profile))
                 else:
                     loss.extend(await _component_losses(conn, component, options))
+            if options.with_bytes:
+                blobs = await blob_sizes(conn)
+            else:
+                loss.append(await _bytes_loss(conn, options.profile))
         manifest = Manifest(
             format=FORMAT,
             shard_version=SHARD_VERSION,
-            min_reader_version=READER_VERSION,
+            min_reader_version=1 if blobs is None else BLOB_READER_VERSION,
             producer=options.producer,
             profile=options.profile,
             created_at=datetime.now(UTC),
             memory=memory,
-            options={"vectors": options.vectors},
+            options={"vectors": options.vectors, "attachment_bytes": blobs is not None},
             components=[entry for entry, _ in spools],
             loss=loss,
+            blobs=None
+            if blobs is None
+            else BlobsEntry(count=len(blobs), bytes=sum(size for _, size in blobs)),
         )
-        # Compression is CPU work: off the event loop.
-        await asyncio.to_thread(_write_tar, sink, manifest, spools)
+        loop = asyncio.get_running_loop()
+
+        def stream(digest: str, size: int) -> StoreStream:
+            return StoreStream(store.read(memory, digest), size, loop, digest)
+
+        # Compression is CPU work: off the event loop (which still serves the blob reads).
+        await asyncio.to_thread(_write_tar, sink, manifest, spools, blobs or [], stream)
         return manifest
     finally:
         for _, spool in spools:
@@ -166,8 +200,23 @@ async def _component_losses(
     ]
 
 
+async def _bytes_loss(conn: Connection, profile: str) -> LossEntry:
+    return LossEntry(
+        code="attachment-bytes-outside-profile",
+        component="attachments",
+        table="blob",
+        rows=await count_rows(conn, "blob"),
+        description=f"the attachments' bytes: not carried by {profile} unless asked for "
+        "(--with-attachment-bytes)",
+    )
+
+
 def _write_tar(
-    sink: IO[bytes], manifest: Manifest, spools: list[tuple[ComponentEntry, IO[bytes]]]
+    sink: IO[bytes],
+    manifest: Manifest,
+    spools: list[tuple[ComponentEntry, IO[bytes]]],
+    blobs: Blobs,
+    stream: Callable[[str, int], StoreStream],
 ) -> None:
     mtime = int(manifest.created_at.timestamp())
     with (
@@ -178,6 +227,9 @@ def _write_tar(
         tar.addfile(_member(MANIFEST_NAME, len(data), mtime), io.BytesIO(data))
         for entry, spool in spools:
             tar.addfile(_member(entry.path, entry.bytes, mtime), spool)
+        for digest, size in blobs:
+            with stream(digest, size) as source:
+                tar.addfile(_member(blob_member(digest), size, mtime), source)
 
 
 def _member(name: str, size: int, mtime: int) -> tarfile.TarInfo:

@@ -58,8 +58,11 @@ def export_spec(
     vectors: bool,
     requested_by: str,
     encrypt_for: list[str] | None = None,
+    attachment_bytes: bool = False,
 ) -> JobSpec:
     payload: dict[str, Any] = {"profile": profile, "vectors": vectors}
+    if attachment_bytes:
+        payload["attachment_bytes"] = True
     if encrypt_for:
         payload["encrypt_for"] = list(encrypt_for)
     return JobSpec(type=SHARD_EXPORT, memory=memory, payload=payload, requested_by=requested_by)
@@ -133,10 +136,12 @@ class _Export:
         job = context.job
         profile, vectors = job.payload.get("profile"), job.payload.get("vectors", True)
         recipients = job.payload.get("encrypt_for", [])
+        with_bytes = job.payload.get("attachment_bytes", False)
         if (
             job.memory is None
             or not isinstance(profile, str)
             or not isinstance(vectors, bool)
+            or not isinstance(with_bytes, bool)
             or not isinstance(recipients, list)
             or not all(isinstance(r, str) for r in recipients)
         ):
@@ -157,6 +162,7 @@ class _Export:
                     sink if sealing is None else cast(IO[bytes], sealing),
                     profile=profile,
                     vectors=vectors,
+                    attachment_bytes=with_bytes,
                 )
                 if sealing is not None:
                     sealing.finish()
@@ -169,6 +175,7 @@ class _Export:
             "encrypted_for": recipients,
             "components": {c.name: c.count for c in manifest.components},
             "loss": [e.model_dump() for e in manifest.loss if e.rows],
+            "blobs": None if manifest.blobs is None else manifest.blobs.model_dump(),
         }
         return JobOutcome.success(result)
 

@@ -3,6 +3,7 @@ stable error reasons.
 
 The manifest is read with pydantic and must match exactly (unknown fields refused): a
 newer writer that adds anything a reader must understand raises ``min_reader_version``.
+A shard carrying attachment bytes (``blobs``) needs reader version 2.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from fortemi.platform.errors import BadUserInput
 
 __all__ = [
+    "BLOB_READER_VERSION",
     "FORMAT",
     "MANIFEST_NAME",
     "READER_VERSION",
     "SHARD_VERSION",
+    "BlobsEntry",
     "ComponentEntry",
     "LossEntry",
     "Manifest",
@@ -29,7 +32,8 @@ __all__ = [
 
 FORMAT = "fortemi-shard"
 SHARD_VERSION = 1
-READER_VERSION = 1  # the newest min_reader_version this code reads
+READER_VERSION = 2  # the newest min_reader_version this code reads
+BLOB_READER_VERSION = 2  # what a shard with attachment bytes (``blobs/``) asks of a reader
 MANIFEST_NAME = "manifest.json"
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 _NAME = r"^[a-z][a-z0-9_]{0,62}$"
@@ -54,6 +58,15 @@ class ComponentEntry(_Strict):
     tables: list[TableEntry]
 
 
+class BlobsEntry(_Strict):
+    """The attachment bytes the shard carries: one member ``blobs/<digest>`` per row of
+    the ``blob`` table, in digest order, after the components. A blob's name is its
+    checksum (BLAKE3), its size the ``blob`` row's."""
+
+    count: Annotated[int, Field(ge=0)]
+    bytes: Annotated[int, Field(ge=0)]
+
+
 class LossEntry(_Strict):
     code: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,80}$")]
     component: str
@@ -73,6 +86,7 @@ class Manifest(_Strict):
     options: dict[str, bool]
     components: list[ComponentEntry]
     loss: list[LossEntry]
+    blobs: BlobsEntry | None = None
 
     def to_json(self) -> bytes:
         return self.model_dump_json(indent=2).encode() + b"\n"

@@ -16,11 +16,14 @@ from fortemi.platform.database import Connection
 
 __all__ = [
     "advance_identity",
+    "blob_sizes",
     "conflicts",
     "count_rows",
     "dangling",
     "insert_rows",
     "insert_sql",
+    "lock_blob",
+    "record_orphans",
     "row_texts",
     "stored_columns",
 ]
@@ -39,6 +42,27 @@ async def stored_columns(conn: Connection, table: str) -> list[str]:
         table,
     )
     return [r["attname"] for r in rows]
+
+
+async def blob_sizes(conn: Connection) -> list[tuple[str, int]]:
+    """Every blob row of the memory: (digest, size), in digest order (the shard's order)."""
+    rows = await conn.fetch("SELECT digest, size FROM blob ORDER BY digest")
+    return [(r["digest"], int(r["size"])) for r in rows]
+
+
+async def lock_blob(conn: Connection, digest: str) -> None:
+    """Lock the blob's row (written by the import, or the memory's own under skip or
+    merge) before its bytes are looked for, as an attach does: an orphan sweep, which
+    locks orphan rows FOR UPDATE SKIP LOCKED, then leaves it and its bytes alone."""
+    await conn.execute("SELECT 1 FROM blob WHERE digest = $1 FOR UPDATE", digest)
+
+
+async def record_orphans(conn: Connection, blobs: list[tuple[str, int]]) -> None:
+    """``blob`` rows for bytes a failed import left in the store (none where the memory
+    has one already): no attachment names them, so the orphan sweep removes them."""
+    await conn.executemany(
+        "INSERT INTO blob (digest, size) VALUES ($1, $2) ON CONFLICT (digest) DO NOTHING", blobs
+    )
 
 
 def _select(table: Table, columns: list[str]) -> str:

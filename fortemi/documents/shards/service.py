@@ -14,6 +14,7 @@ from typing import IO
 
 from fortemi.documents.shards.apply import POLICIES, AfterImport, apply_shard
 from fortemi.documents.shards.archive import Limits
+from fortemi.documents.shards.blobs import BlobBytes
 from fortemi.documents.shards.export import ExportOptions, export_shard
 from fortemi.documents.shards.manifest import Manifest
 from fortemi.documents.shards.validation import validate
@@ -56,25 +57,41 @@ class ImportReport:
 
 
 class ShardService:
-    """``after_import``: what the composition root adds to an import's transaction for
+    """``blobs``: the blob store attachment bytes are exported from and imported into.
+    ``after_import``: what the composition root adds to an import's transaction for
     other features (each embedding set's vector index), which this feature cannot import."""
 
     def __init__(
         self,
         db: Database,
+        blobs: BlobBytes,
         *,
         producer: str = "fortemi",
         after_import: Sequence[AfterImport] = (),
     ) -> None:
         self._db = db
+        self._blobs = blobs
         self._producer = producer
         self._after = tuple(after_import)
 
     async def export(
-        self, memory: str, sink: IO[bytes], *, profile: str = "full-v1", vectors: bool = True
+        self,
+        memory: str,
+        sink: IO[bytes],
+        *,
+        profile: str = "full-v1",
+        vectors: bool = True,
+        attachment_bytes: bool = False,
     ) -> Manifest:
-        options = ExportOptions(profile=profile, vectors=vectors, producer=self._producer)
-        return await export_shard(self._db, memory, sink, options)
+        """``attachment_bytes``: core-v1 carries the attachments' bytes too (full-v1
+        always does)."""
+        options = ExportOptions(
+            profile=profile,
+            vectors=vectors,
+            producer=self._producer,
+            attachment_bytes=attachment_bytes,
+        )
+        return await export_shard(self._db, memory, sink, options, self._blobs.store)
 
     async def import_(self, memory: str, path: Path, options: ImportOptions) -> ImportReport:
         """Validate the whole shard, then (unless ``dry_run``) write it in one transaction.
@@ -86,7 +103,7 @@ class ShardService:
             raise BadUserInput(
                 f"on_conflict is one of {', '.join(POLICIES)}", reason="shard_bad_policy"
             )
-        plan = await validate(self._db, memory, path, options.limits)
+        plan = await validate(self._db, memory, path, options.limits, self._blobs.store)
         clashing = {t: n for t, n in plan.conflicts.items() if n}
         if clashing and options.on_conflict == "error":
             listed = ", ".join(f"{n} {t}" for t, n in sorted(clashing.items()))
@@ -98,7 +115,13 @@ class ShardService:
         written: dict[str, int] = {}
         if not options.dry_run:
             written = await apply_shard(
-                self._db, memory, path, options.limits, options.on_conflict, self._after
+                self._db,
+                memory,
+                path,
+                options.limits,
+                options.on_conflict,
+                self._blobs,
+                self._after,
             )
         return ImportReport(
             manifest=plan.manifest,

@@ -5,6 +5,11 @@ checksums, counts, row shapes) and keeps each row's key and the keys its referen
 then, in a read-only look at the memory, it checks that every column exists there, that
 every reference names a row of the shard or of the memory (``shard_dangling_reference``)
 and counts the rows whose key the memory already holds (the conflicts).
+
+Attachment bytes: every ``blobs/<digest>`` member must hash (BLAKE3) to its name and be
+as large as its ``blob`` row (``shard_checksum_mismatch``), and name a blob row of the
+shard; every blob row the shard carries without bytes must already be in the target
+memory's blob store (``shard_missing_blob``), so no imported row ever names absent bytes.
 """
 
 from __future__ import annotations
@@ -15,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fortemi.documents.attachments.storage import BlobStore
 from fortemi.documents.shards.archive import Limits, ShardReader
+from fortemi.documents.shards.blobs import digest_of
 from fortemi.documents.shards.components import table_named
 from fortemi.documents.shards.manifest import Manifest, refused
 from fortemi.documents.shards.repository import conflicts, dangling, stored_columns
@@ -40,9 +47,17 @@ def _key(values: dict[str, Any], columns: tuple[str, ...]) -> Key | None:
     return None if any(v is None for v in key) else key
 
 
-async def validate(db: Database, memory: str, path: Path, limits: Limits) -> Plan:
+async def validate(db: Database, memory: str, path: Path, limits: Limits, store: BlobStore) -> Plan:
     # Reading, hashing and parsing the archive is CPU and file work: off the event loop.
-    manifest, keys, wanted = await asyncio.to_thread(_scan, path, limits)
+    manifest, keys, wanted, bytes_missing = await asyncio.to_thread(_scan, path, limits)
+    for digest in sorted(bytes_missing):
+        if not await store.exists(memory, digest):
+            raise refused(
+                "shard_missing_blob",
+                f"The shard does not carry the bytes of attachment blob {digest[:12]}, and "
+                f"memory {memory} does not hold them: export with the attachments' bytes "
+                "(full-v1, or core-v1 with --with-attachment-bytes)",
+            )
     plan = Plan(manifest, incoming={t: len(k) for t, k in keys.items()})
     async with db.memory_transaction(memory) as conn:
         await _check_columns(conn, manifest)
@@ -65,10 +80,12 @@ async def validate(db: Database, memory: str, path: Path, limits: Limits) -> Pla
 Wanted = dict[tuple[str, tuple[str, ...]], set[Key]]
 
 
-def _scan(path: Path, limits: Limits) -> tuple[Manifest, dict[str, set[Key]], Wanted]:
-    """Pass one over the archive: every row's key, and the keys its references name."""
+def _scan(path: Path, limits: Limits) -> tuple[Manifest, dict[str, set[Key]], Wanted, set[str]]:
+    """Pass one over the archive: every row's key, the keys its references name, and the
+    blob rows whose bytes the shard does not carry."""
     keys: dict[str, set[Key]] = defaultdict(set)
     wanted: Wanted = defaultdict(set)
+    sizes: dict[str, Any] = {}
     with ShardReader(path, limits) as reader:
         manifest = reader.manifest
         if manifest is None:  # pragma: no cover - __enter__ reads it or raises
@@ -84,11 +101,33 @@ def _scan(path: Path, limits: Limits) -> tuple[Manifest, dict[str, set[Key]], Wa
                     f"A {table.name} row has no key, or its key appears twice in the shard",
                 )
             keys[table.name].add(own)
+            if table.name == "blob":
+                sizes[str(row.values["digest"])] = row.values.get("size")
             for ref in table.refs:
                 named = _key(row.values, ref.columns)
                 if named is not None:
                     wanted[(ref.table, ref.target)].add(named)
-    return manifest, keys, wanted
+        missing = set(sizes)
+        for blob in reader.blobs():
+            if blob.digest not in missing:
+                raise refused(
+                    "shard_unsafe_member",
+                    f"blobs/{blob.digest} names no blob row of the shard",
+                )
+            if sizes[blob.digest] != blob.size:
+                raise refused(
+                    "shard_checksum_mismatch",
+                    f"blobs/{blob.digest} is {blob.size} bytes; its blob row says "
+                    f"{sizes[blob.digest]}",
+                )
+            if digest_of(blob.file) != (blob.digest, blob.size):
+                raise refused(
+                    "shard_checksum_mismatch",
+                    f"blobs/{blob.digest} does not hash to its name (BLAKE3): the shard is "
+                    "corrupt or was altered",
+                )
+            missing.discard(blob.digest)
+    return manifest, keys, wanted, missing
 
 
 async def _check_columns(conn: Connection, manifest: Manifest) -> None:

@@ -20,6 +20,7 @@ from fortemi.platform.ids import parse_id, to_global_id
 from fortemi.platform.jobs.models import HandlerContext, JobOutcome
 from fortemi.platform.notes import NoteDraft
 from fortemi.runtime import Runtime, job_registry
+from tests.integration.documents.conftest import Upload
 from tests.integration.graphql.conftest import GraphQLCall, error_codes, open_memory
 
 EXPORT = """
@@ -208,3 +209,29 @@ async def test_an_unpublished_recipient_is_refused_before_a_job_is_queued(
 
 def _bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
+
+
+async def test_a_core_export_carries_attachment_bytes_only_when_asked(
+    gql: GraphQLCall, admin_token: str, memory: str, runtime: Runtime
+) -> None:
+    note = await runtime.notes.create(memory, NoteDraft(title="filed", content="c"), actor="t")
+    await runtime.services.attachments.attach(
+        memory, note.id, Upload(b"the bytes"), filename="f.txt", declared_mime=None, actor="t"
+    )
+    query = """mutation($bytes: Boolean!) {
+      exportShard(profile: CORE_V1, attachmentBytes: $bytes) { id } }"""
+    outcomes = {}
+    for asked in (False, True):
+        body = await gql(query, {"bytes": asked}, token=admin_token)
+        assert "errors" not in body, body
+        outcomes[asked] = await _run(runtime, body["data"]["exportShard"]["id"])
+
+    bare, carried = outcomes[False].result, outcomes[True].result
+    assert bare is not None
+    assert carried is not None
+    assert bare["blobs"] is None
+    assert {"code": "attachment-bytes-outside-profile", "rows": 1} in [
+        {"code": e["code"], "rows": e["rows"]} for e in bare["loss"]
+    ]
+    assert carried["blobs"] == {"count": 1, "bytes": len(b"the bytes")}
+    assert "attachment-bytes-outside-profile" not in [e["code"] for e in carried["loss"]]

@@ -1,11 +1,12 @@
 """Attachments: the content-addressed blob rows, each attachment's metadata and extraction
 record, and the chunks its extracted text was cut into. The bytes themselves live in the
-blob store, outside the memory's tables; a shard does not carry them yet, which its loss
-report says (``attachment-bytes-outside-shard``) whenever the memory has attachments."""
+blob store, outside the memory's tables: they travel as ``blobs/<digest>`` members beside
+the components (:mod:`fortemi.documents.shards.blobs`) in ``full-v1``, and in ``core-v1``
+only when asked for; otherwise the loss report names ``attachment-bytes-outside-profile``."""
 
 from __future__ import annotations
 
-from fortemi.documents.shards.components.base import CORE, FULL, ColumnLoss, Component, Ref, Table
+from fortemi.documents.shards.components.base import CORE, FULL, Component, Ref, Table
 
 COMPONENT = Component(
     name="attachments",
@@ -13,21 +14,7 @@ COMPONENT = Component(
     loss_code="attachments-outside-profile",
     description="attachment metadata, extraction records and blob digests (not the bytes)",
     tables=(
-        Table(
-            name="blob",
-            key=("digest",),
-            history=True,
-            losses=tuple(
-                ColumnLoss(
-                    profile=profile,
-                    columns=(),
-                    code="attachment-bytes-outside-shard",
-                    description="the attachments' bytes, kept in the blob store",
-                    when="true",
-                )
-                for profile in (CORE, FULL)
-            ),
-        ),
+        Table(name="blob", key=("digest",), history=True),
         Table(
             name="attachment",
             key=("id",),

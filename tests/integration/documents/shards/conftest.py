@@ -6,10 +6,12 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
-from fortemi.documents.shards import ShardService
+from fortemi.documents.attachments.storage import LocalBlobStore
+from fortemi.documents.shards import BlobBytes, ShardService
 from fortemi.platform.database import Database
 from fortemi.platform.memories import MemoryService
 from fortemi.platform.notes import NoteService
@@ -19,9 +21,17 @@ _names = itertools.count()
 
 
 @pytest.fixture
-def shards(db: Database) -> ShardService:
+def blob_bytes(local_store: LocalBlobStore, tmp_path: Path) -> BlobBytes:
+    """The local blob store attachment bytes are exported from and imported into."""
+    return BlobBytes(local_store, tmp_path / "staging")
+
+
+@pytest.fixture
+def shards(db: Database, blob_bytes: BlobBytes) -> ShardService:
     # As the composition root builds it: imported embedding sets get their indexes.
-    return ShardService(db, producer="fortemi-test", after_import=[EmbeddingSets().index_all])
+    return ShardService(
+        db, blob_bytes, producer="fortemi-test", after_import=[EmbeddingSets().index_all]
+    )
 
 
 @pytest.fixture

@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid4
 
+import blake3
+
+from fortemi.documents.shards import BlobBytes
 from fortemi.documents.shards.components import COMPONENTS, DERIVED
 from fortemi.graph.maintenance.plan import MaintenanceSettings, Step
 from fortemi.graph.maintenance.service import GraphMaintenance
@@ -23,10 +26,28 @@ SCHEME, TOPIC, SUBTOPIC, COLLECTION = uuid4(), uuid4(), uuid4(), uuid4()
 ATTACHMENT, CHILD_ATTACHMENT = uuid4(), uuid4()
 
 
-async def populate(db: Database, notes: NoteService, memory: str) -> dict[str, UUID]:
+HELLO = b"hello"
+HELLO_DIGEST = blake3.blake3(HELLO).hexdigest()
+
+
+async def put_bytes(blobs: BlobBytes, memory: str, data: bytes) -> str:
+    """``data`` in ``memory``'s blob store, as an upload leaves it; its digest."""
+    blobs.staging.mkdir(parents=True, exist_ok=True)
+    staged = blobs.staging / f"test-{uuid4().hex}"
+    staged.write_bytes(data)
+    digest = blake3.blake3(data).hexdigest()
+    await blobs.store.put(memory, digest, staged)
+    return digest
+
+
+async def populate(
+    db: Database, notes: NoteService, memory: str, blobs: BlobBytes
+) -> dict[str, UUID]:
     """Notes through the note service (versions, tags, project, skill, tombstone), the
     rest as the features store it (vocabulary, links of each kind, wiki references,
-    embeddings, a custom document type), then a real graph maintenance run."""
+    embeddings, a custom document type, an attachment with its bytes in ``blobs``), then
+    a real graph maintenance run."""
+    await put_bytes(blobs, memory, HELLO)
     a = await notes.create(
         memory,
         NoteDraft(title="Alpha", content="alpha [[Beta]] [[Nowhere]]", tags=("x", "y/z")),
@@ -148,7 +169,7 @@ async def populate(db: Database, notes: NoteService, memory: str) -> dict[str, U
             "VALUES ('notes-x', 'prose', '{\"name\": \"notes-x\"}', 'admin', 'admin')"
         )
         # An attachment with its blob row and an extracted chunk, and an e-mail child.
-        digest = "ab" * 32
+        digest = HELLO_DIGEST
         await conn.execute("INSERT INTO blob (digest, size) VALUES ($1, 5)", digest)
         await conn.execute(
             "INSERT INTO attachment (id, note_id, blob_digest, filename, size, mime_detected, "
@@ -203,7 +224,7 @@ def read_members(path: Path) -> dict[str, bytes]:
 
 def write_members(path: Path, members: dict[str, bytes], *, reseal: bool = True) -> None:
     """A shard of ``members`` (manifest first); ``reseal``: the manifest's checksums,
-    sizes and counts are made to match the components again."""
+    sizes and counts are made to match the components (and the blob members) again."""
     manifest: dict[str, Any] = json.loads(members["manifest.json"])
     if reseal:
         for entry in manifest["components"]:
@@ -214,6 +235,9 @@ def write_members(path: Path, members: dict[str, bytes], *, reseal: bool = True)
             for table in entry["tables"]:
                 table["count"] = tables.count(table["name"])
             entry["count"] = sum(table["count"] for table in entry["tables"])
+        blobs = [data for name, data in members.items() if name.startswith("blobs/")]
+        if manifest.get("blobs") is not None:
+            manifest["blobs"] = {"count": len(blobs), "bytes": sum(map(len, blobs))}
         members = {**members, "manifest.json": json.dumps(manifest).encode()}
     with gzip.open(path, "wb") as gz, tarfile.open(fileobj=gz, mode="w|") as tar:
         for name, data in members.items():

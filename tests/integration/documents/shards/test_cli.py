@@ -4,15 +4,24 @@ database): an export encrypted for a recipient, imported with that recipient's k
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+from fortemi.documents.attachments.storage import LocalBlobStore
+from fortemi.documents.shards import BlobBytes
 from fortemi.platform.database import Database
 from fortemi.platform.embedded import ServiceUrls
 from fortemi.platform.notes import NoteService
-from tests.integration.documents.shards.helpers import populate, table_counts
+from tests.integration.documents.shards.helpers import (
+    HELLO,
+    HELLO_DIGEST,
+    populate,
+    read_members,
+    table_counts,
+)
 
 FORTEMI = str(Path(sys.executable).parent / "fortemi")
 PASSPHRASE = "a long enough passphrase"
@@ -49,7 +58,9 @@ async def test_encrypted_export_imports_with_the_recipients_key_and_both_are_aud
     service_urls: ServiceUrls,
     tmp_path: Path,
 ) -> None:
-    await populate(db, notes, memory)
+    # The CLI's blob store: FORTEMI_HOME/blobs, as the server keeps it.
+    store = LocalBlobStore(tmp_path / "home" / "blobs")
+    await populate(db, notes, memory, BlobBytes(store, tmp_path / "home" / "blobs" / ".staging"))
     await _fortemi(tmp_path, service_urls, "pke", "keygen", "-o", "carol")
     printed = await _fortemi(
         tmp_path,
@@ -73,6 +84,7 @@ async def test_encrypted_export_imports_with_the_recipients_key_and_both_are_aud
     )  # fmt: skip
 
     assert await table_counts(db, target) == await table_counts(db, memory)
+    assert await store.read_all(target, HELLO_DIGEST, 100) == HELLO  # the bytes came along
     async with db.shared_transaction() as conn:
         audited = await conn.fetch(
             "SELECT resource_name, details->>'operation' AS operation FROM rbac_audit_log "
@@ -85,3 +97,26 @@ async def test_encrypted_export_imports_with_the_recipients_key_and_both_are_aud
         (target, "shard_import"),
         (target, "shard_import"),
     ]
+
+
+async def test_a_core_export_carries_the_bytes_only_with_the_option(
+    db: Database,
+    notes: NoteService,
+    memory: str,
+    service_urls: ServiceUrls,
+    tmp_path: Path,
+) -> None:
+    store = LocalBlobStore(tmp_path / "home" / "blobs")
+    await populate(db, notes, memory, BlobBytes(store, tmp_path / "home" / "blobs" / ".staging"))
+    export = ("shard", "export", "--memory", memory, "--profile", "core-v1")
+    bare = json.loads(await _fortemi(tmp_path, service_urls, *export, "-o", "bare.shard"))
+    carried = json.loads(
+        await _fortemi(
+            tmp_path, service_urls, *export, "--with-attachment-bytes", "-o", "carried.shard"
+        )
+    )
+
+    assert bare["blobs"] is None
+    assert "attachment-bytes-outside-profile" in [e["code"] for e in bare["loss"]]
+    assert carried["blobs"] == {"count": 1, "bytes": len(HELLO)}
+    assert read_members(tmp_path / "carried.shard")[f"blobs/{HELLO_DIGEST}"] == HELLO

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fortemi.documents.shards import ImportOptions, Limits, ShardService
+from fortemi.documents.shards import BlobBytes, ImportOptions, Limits, ShardService
 from fortemi.platform.database import Database
 from fortemi.platform.errors import BadUserInput, Conflict, FortemiError
 from fortemi.platform.notes import NoteDraft, NotePatch, NoteService
@@ -25,9 +25,14 @@ from tests.integration.documents.shards.helpers import (
 
 @pytest.fixture
 async def shard(
-    db: Database, shards: ShardService, notes: NoteService, memory: str, tmp_path: Path
+    db: Database,
+    shards: ShardService,
+    notes: NoteService,
+    blob_bytes: BlobBytes,
+    memory: str,
+    tmp_path: Path,
 ) -> Path:
-    await populate(db, notes, memory)
+    await populate(db, notes, memory, blob_bytes)
     path = tmp_path / "good.shard"
     with path.open("wb") as sink:
         await shards.export(memory, sink, profile="full-v1")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fortemi.documents.shards import ImportOptions, ShardService
+from fortemi.documents.shards import BlobBytes, ImportOptions, ShardService
 from fortemi.platform.database import Database
 from fortemi.platform.notes import NoteService
 from tests.integration.documents.shards.helpers import (
@@ -17,9 +17,15 @@ from tests.integration.documents.shards.helpers import (
 
 
 async def test_full_shard_round_trips_every_table_unchanged(
-    db: Database, shards: ShardService, notes: NoteService, memory: str, target: str, tmp_path: Path
+    db: Database,
+    shards: ShardService,
+    notes: NoteService,
+    blob_bytes: BlobBytes,
+    memory: str,
+    target: str,
+    tmp_path: Path,
 ) -> None:
-    await populate(db, notes, memory)
+    await populate(db, notes, memory, blob_bytes)
     before = await table_counts(db, memory)
     assert all(before[t] > 0 for t in carried_tables()), before  # every kind of data present
     first, second = tmp_path / "first.shard", tmp_path / "second.shard"
@@ -43,9 +49,15 @@ async def test_full_shard_round_trips_every_table_unchanged(
 
 
 async def test_imported_identity_sequences_continue_past_imported_ids(
-    db: Database, shards: ShardService, notes: NoteService, memory: str, target: str, tmp_path: Path
+    db: Database,
+    shards: ShardService,
+    notes: NoteService,
+    blob_bytes: BlobBytes,
+    memory: str,
+    target: str,
+    tmp_path: Path,
 ) -> None:
-    await populate(db, notes, memory)
+    await populate(db, notes, memory, blob_bytes)
     path = tmp_path / "s.shard"
     with path.open("wb") as sink:
         await shards.export(memory, sink)
@@ -59,12 +71,20 @@ async def test_imported_identity_sequences_continue_past_imported_ids(
 
 
 async def test_core_profile_carries_notes_and_links_and_names_what_it_leaves_out(
-    db: Database, shards: ShardService, notes: NoteService, memory: str, target: str, tmp_path: Path
+    db: Database,
+    shards: ShardService,
+    notes: NoteService,
+    blob_bytes: BlobBytes,
+    memory: str,
+    target: str,
+    tmp_path: Path,
 ) -> None:
-    ids = await populate(db, notes, memory)
+    ids = await populate(db, notes, memory, blob_bytes)
     path = tmp_path / "core.shard"
     with path.open("wb") as sink:
-        manifest = await shards.export(memory, sink, profile="core-v1")
+        # With the attachments' bytes: without them the empty target could not take the
+        # blob rows (test_attachment_bytes).
+        manifest = await shards.export(memory, sink, profile="core-v1", attachment_bytes=True)
 
     assert [c.name for c in manifest.components] == ["notes", "links", "attachments"]
     loss = {(e.code, e.table): e.rows for e in manifest.loss}
@@ -91,9 +111,15 @@ async def test_core_profile_carries_notes_and_links_and_names_what_it_leaves_out
 
 
 async def test_imported_embedding_sets_get_their_vector_index(
-    db: Database, shards: ShardService, notes: NoteService, memory: str, target: str, tmp_path: Path
+    db: Database,
+    shards: ShardService,
+    notes: NoteService,
+    blob_bytes: BlobBytes,
+    memory: str,
+    target: str,
+    tmp_path: Path,
 ) -> None:
-    await populate(db, notes, memory)
+    await populate(db, notes, memory, blob_bytes)
     path = tmp_path / "s.shard"
     with path.open("wb") as sink:
         await shards.export(memory, sink)
