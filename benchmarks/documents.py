@@ -1,6 +1,12 @@
-"""Document type detection accuracy on a labelled set of real and generated files.
+"""Document type detection accuracy on a labelled set of real and generated files, and
+extraction throughput.
 
-``python -m benchmarks.documents [--per-label N] [--seed S]``
+``python -m benchmarks.documents [--part detection|extraction|all] [--data DIR]
+[--per-label N] [--seed S] [--pages N] [--repeat N]``
+
+``--data``: the folder the extraction files are generated into (and read from: PDF, DOCX,
+XLSX and HTML files put there are measured too); default a temporary folder. The
+extraction part is described in :mod:`benchmarks._extraction`.
 
 The set: files shipped inside the packages installed beside Fortemi (its virtualenv's
 site-packages: Python sources and stubs, C headers and sources, Cython, Fortran, SQL,
@@ -57,6 +63,7 @@ from pathlib import Path
 import yaml
 
 from benchmarks._common import _git_commit, print_setup, table
+from benchmarks._extraction import extraction_throughput
 from fortemi.documents.detection import PREFIX_BYTES, detect
 from fortemi.documents.registry import system_index, system_types
 
@@ -415,7 +422,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--per-label", type=int, default=12, help="package files per label")
     parser.add_argument("--seed", type=int, default=14)
+    parser.add_argument("--part", choices=["detection", "extraction", "all"], default="all")
+    parser.add_argument("--data", help="folder of the extraction files (generated if absent)")
+    parser.add_argument("--pages", type=int, default=200, help="pages of the generated PDF")
+    parser.add_argument("--repeat", type=int, default=3, help="extraction runs; the best counts")
     args = parser.parse_args()
+    if args.part in ("detection", "all"):
+        detection_accuracy(args)
+    if args.part in ("extraction", "all"):
+        with tempfile.TemporaryDirectory(prefix="fortemi-docs-") as scratch:
+            folder = Path(args.data) if args.data else Path(scratch)
+            extraction_throughput(folder, args.pages, args.repeat)
+
+
+def detection_accuracy(args: argparse.Namespace) -> None:
     root = Path(sysconfig.get_paths()["purelib"])
     samples = package_samples(root, args.per_label, random.Random(args.seed))
     samples.extend(generated_samples())

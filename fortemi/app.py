@@ -15,14 +15,22 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from fortemi.graphql.downloads import attachment_routes
 from fortemi.graphql.picture import GraphPicturePage
 from fortemi.graphql.schema import build_schema
+from fortemi.graphql.shard_download import shard_download_route
 from fortemi.graphql.view import GraphQLView
 from fortemi.http_metrics import RequestMetrics, metrics_endpoint
 from fortemi.mcp.http import McpEndpoint
 from fortemi.runtime import Runtime
 
-__all__ = ["BodySizeLimit", "WebSocketMessageLimit", "create_app", "settle_heap"]
+__all__ = [
+    "UPLOAD_OVERHEAD_BYTES",
+    "BodySizeLimit",
+    "WebSocketMessageLimit",
+    "create_app",
+    "settle_heap",
+]
 
 # CPython's default first-generation threshold, 700 allocations, ran a young collection
 # every few hundred objects a request makes: a graph(depth 3, maxNodes 200) response
@@ -44,24 +52,40 @@ def settle_heap() -> None:
     gc.set_threshold(_YOUNG_THRESHOLD, middle, old)
 
 
+# A multipart upload's body is its file plus the operation, the map and the part headers.
+UPLOAD_OVERHEAD_BYTES = 1_048_576
+
+
 class BodySizeLimit:
     """Refuse request bodies over ``limit`` bytes with 413, before anything parses them.
 
     A pure ASGI middleware (BaseHTTPMiddleware would break contextvars): it trusts a
     Content-Length that is too big, and counts chunks for bodies sent without one.
+    ``upload_limit``: the bound of ``multipart/form-data`` bodies (file uploads, streamed
+    to disk, never held whole), refused with BAD_USER_INPUT ``file_too_large``; a file
+    under it but over the upload limit is refused by the upload itself, the same way.
     """
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    def __init__(self, app: ASGIApp, limit: int, upload_limit: int | None = None) -> None:
         self.app = app
         self.limit = limit
+        self.upload_limit = upload_limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit, upload = self.limit, False
         for name, value in scope["headers"]:
-            if name == b"content-length" and value.isdigit() and int(value) > self.limit:
-                await self._reject(scope, receive, send)
+            if (
+                name == b"content-type"
+                and self.upload_limit is not None
+                and value.lower().startswith(b"multipart/form-data")
+            ):
+                limit, upload = max(self.limit, self.upload_limit), True
+        for name, value in scope["headers"]:
+            if name == b"content-length" and value.isdigit() and int(value) > limit:
+                await self._reject(scope, receive, send, limit, upload)
                 return
         received = 0
 
@@ -69,26 +93,32 @@ class BodySizeLimit:
             nonlocal received
             message = await receive()
             received += len(message.get("body", b""))
-            if received > self.limit:
+            if received > limit:
                 raise _TooLarge
             return message
 
         try:
             await self.app(scope, counted, send)
         except _TooLarge:
-            await self._reject(scope, receive, send)
+            await self._reject(scope, receive, send, limit, upload)
 
-    async def _reject(self, scope: Scope, receive: Receive, send: Send) -> None:
-        body = {
-            "errors": [
-                {
-                    "message": f"Request body is over the {self.limit}-byte limit "
-                    "(FORTEMI_MAX_REQUEST_BYTES)",
-                    "extensions": {"code": "PAYLOAD_TOO_LARGE"},
-                }
-            ]
-        }
-        await Response(json.dumps(body), 413, media_type="application/json")(scope, receive, send)
+    async def _reject(
+        self, scope: Scope, receive: Receive, send: Send, limit: int, upload: bool
+    ) -> None:
+        if upload:
+            error = {
+                "message": f"The upload is over the {limit}-byte limit "
+                "(FORTEMI_MAX_UPLOAD_BYTES and the request's own parts)",
+                "extensions": {"code": "BAD_USER_INPUT", "reason": "file_too_large"},
+            }
+        else:
+            error = {
+                "message": f"Request body is over the {limit}-byte limit "
+                "(FORTEMI_MAX_REQUEST_BYTES)",
+                "extensions": {"code": "PAYLOAD_TOO_LARGE"},
+            }
+        body = json.dumps({"errors": [error]})
+        await Response(body, 413, media_type="application/json")(scope, receive, send)
 
 
 class _TooLarge(Exception):
@@ -171,7 +201,9 @@ def create_app(runtime: Runtime) -> Starlette:
         Route("/readyz", readyz),
         Route("/metrics", metrics_endpoint(runtime)),
         Route("/graphql", graphql),
+        shard_download_route(runtime.services),
         WebSocketRoute("/graphql", graphql),
+        *attachment_routes(runtime.services),
         *mcp.routes(),
     ]
     if graphql.ide is not None:
@@ -191,7 +223,11 @@ def create_app(runtime: Runtime) -> Starlette:
         routes=routes,
         middleware=[
             Middleware(RequestMetrics),
-            Middleware(BodySizeLimit, limit=runtime.settings.max_request_bytes),
+            Middleware(
+                BodySizeLimit,
+                limit=runtime.settings.max_request_bytes,
+                upload_limit=runtime.settings.max_upload_bytes + UPLOAD_OVERHEAD_BYTES,
+            ),
             Middleware(WebSocketMessageLimit, limit=runtime.settings.max_ws_message_bytes),
         ],
     )

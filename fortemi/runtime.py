@@ -32,17 +32,34 @@ from fortemi.auth.audit import AuditKeyring, AuditService, AuditWriter
 from fortemi.auth.local_issuer import LocalIssuer
 from fortemi.auth.policy import AccessDecisionEngine, PolicyService, build_policy_service
 from fortemi.auth.tokens import TokenValidator
+from fortemi.console import program_version
 from fortemi.crypto.directory import KeyDirectory
 from fortemi.crypto.service import EncryptionService
+from fortemi.documents.attachments.jobs import (
+    AttachmentPieces,
+    PendingExtractions,
+    extraction_job_type,
+)
+from fortemi.documents.attachments.service import AttachmentService
+from fortemi.documents.attachments.storage import BlobStore, build_blob_store, staging_dir
 from fortemi.documents.chunking import CodeChunker
+from fortemi.documents.extraction.library import LibraryExtractor
 from fortemi.documents.service import DocumentTypeService
+from fortemi.documents.shards import ShardService
+from fortemi.documents.shards.jobs import ShardFiles, shard_job_types
+from fortemi.graph.backfill import GraphBackfill, graph_backfill_type, startup_specs
 from fortemi.graph.linking.jobs import linking_followups, linking_job_type
 from fortemi.graph.linking.service import LinkingSettings, NoteLinker
 from fortemi.graph.links import LinkService, WikiLinkIndexer
 from fortemi.graph.maintenance.jobs import maintenance_job_type
 from fortemi.graph.maintenance.plan import MaintenanceSettings
 from fortemi.graph.maintenance.service import GraphMaintenance
-from fortemi.graph.tagging.jobs import ConceptTaggingEnqueuer, concept_tagging_type
+from fortemi.graph.tagging.content_type import DetectedContentTypes
+from fortemi.graph.tagging.jobs import (
+    ConceptTaggingEnqueuer,
+    concept_tagging_type,
+    tagging_spec,
+)
 from fortemi.graph.tagging.models import TaggingSettings
 from fortemi.graph.tagging.related import related_concept_inference_type
 from fortemi.graph.traversal import TraversalService
@@ -78,6 +95,7 @@ from fortemi.retrieval.indexing import (
 from fortemi.retrieval.scoped import ScopedRetrieval
 from fortemi.retrieval.search import SearchService
 from fortemi.retrieval.service import ChunkVectorService
+from fortemi.retrieval.sets import EmbeddingSets
 from fortemi.webhooks.delivery import DeliverySettings, webhook_delivery_type
 from fortemi.webhooks.fanout import WebhookFanout
 from fortemi.webhooks.service import WebhookService
@@ -160,6 +178,8 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
         max_attempts=settings.webhook_max_attempts,
     )
     tagging = TaggingSettings.from_settings(settings)
+    store = build_blob_store(settings)
+    extractor = LibraryExtractor.from_settings(settings)
 
     def factory(db: Database) -> JobRegistry:
         notes = NoteService(
@@ -170,8 +190,24 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
         )
         embedder = backend or build_backend(settings)
         tier = embedding_tier(embedder)
+        documents = DocumentTypeService(db, chunk_text)
+        attachments = attachment_service(settings, db, store, documents, notes)
         registry = JobRegistry()
-        registry.register(purge_note_type(notes))
+        # Purged notes take their attachments' rows along; their blobs go when unused.
+        registry.register(purge_note_type(notes, after=attachments.sweep))
+        # Extraction first (priority 6, above Embedding's 4); a note's embedding waits for
+        # its pending extractions and is enqueued again by each one that ends.
+        registry.register(
+            extraction_job_type(
+                attachments,
+                documents,
+                extractor,
+                followups=lambda memory, note_id: [
+                    embedding_spec(memory, note_id, tier),
+                    tagging_spec(memory, note_id),
+                ],
+            )
+        )
         registry.register(webhook_delivery_type(db, box, delivery))
         registry.register(
             embedding_job_type(
@@ -183,6 +219,9 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
                 # Tag-enriched embedding: the composition includes concept paths.
                 concepts=ConceptPaths(),
                 enrich=settings.embed_concepts,
+                gate=PendingExtractions(attachments),
+                # A note's vectors cover its extracted attachments too.
+                extra=AttachmentPieces(attachments),
             )
         )
         registry.register(embedding_backfill_type(db, tier=tier))
@@ -201,6 +240,9 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
                 embedder,
                 tagging,
                 followups=reembed if settings.embed_concepts else None,
+                # The cpu tier's content_type concept: the note's detected document type.
+                content_types=DetectedContentTypes(documents),
+                gate=PendingExtractions(attachments),
             )
         )
         registry.register(
@@ -215,9 +257,50 @@ def job_registry(settings: Settings, *, backend: InferenceBackend | None = None)
         registry.register(
             maintenance_job_type(GraphMaintenance(db, vocabulary, maintenance_settings(settings)))
         )
+        shards = ShardService(
+            db,
+            producer=f"fortemi {program_version()}",
+            after_import=[EmbeddingSets().index_all],
+        )
+        files = ShardFiles.under(settings.home)
+        encryption = EncryptionService(KeyDirectory(db))
+        for job_type in shard_job_types(shards, files, encryption):
+            registry.register(job_type)
+        registry.register(graph_backfill_type(GraphBackfill(db, vectors)))
+        if settings.graph_backfill_on_start:
+            memories = MemoryService(db, Migrations(settings.migrations_dir))
+
+            async def sweeps() -> list[JobSpec]:
+                names = [memory.name for memory in await memories.list()]
+                return startup_specs(names, limit=settings.graph_backfill_limit)
+
+            # Notes without their tagging or links (written before the graph, or whose jobs
+            # were lost) get them: one deduplicated sweep per memory at each worker start.
+            registry.on_start(sweeps)
         return registry
 
     return factory
+
+
+def attachment_service(
+    settings: Settings,
+    db: Database,
+    store: BlobStore,
+    documents: DocumentTypeService,
+    notes: NoteService,
+    jobs: JobService | None = None,
+    dispatch: Callable[[Any], Awaitable[None]] | None = None,
+) -> AttachmentService:
+    return AttachmentService(
+        db,
+        store,
+        documents,
+        notes,
+        jobs,
+        staging=staging_dir(settings),
+        max_upload_bytes=settings.max_upload_bytes,
+        dispatch=dispatch,
+    )
 
 
 @dataclass
@@ -368,6 +451,10 @@ def _build_services(parts: _Parts) -> Services:
         ],
     )
     links = LinkService(db, max_links=settings.max_list_items)
+    documents = DocumentTypeService(db, chunk_text)
+    attachments = attachment_service(
+        settings, db, build_blob_store(settings), documents, notes, jobs, wakeups.dispatch_all
+    )
     scoped = ScopedRetrieval(db, backend, concepts=settings.embed_concepts)
     planner = RetrievalPlanner(
         scoped,
@@ -401,7 +488,8 @@ def _build_services(parts: _Parts) -> Services:
         ),
         events=events,
         vocabulary=vocabulary,
-        documents=DocumentTypeService(db, chunk_text),
+        documents=documents,
+        attachments=attachments,
         keys=keys,
         encryption=EncryptionService(keys),
     )

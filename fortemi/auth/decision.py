@@ -69,6 +69,9 @@ class Reason(StrEnum):
     # a memory's admin importing (a vault sync) into a project or skill of that memory
     # whose own policy does not let them write it (see AccessDecisionEngine.decide_import)
     MEMORY_ADMIN_IMPORT = "memory_admin_import"
+    # an operator command run with the database's own credentials (``fortemi shard``), which
+    # no policy governs: recorded so the audit log still shows who did what
+    OPERATOR_DATABASE_ACCESS = "operator_database_access"
     # deny
     NOT_IN_ALLOWED_GROUPS = "not_in_allowed_groups"
     NOT_IN_OWNER_GROUP = "not_in_owner_group"

@@ -1,5 +1,5 @@
-"""``fortemi serve | worker | token | migrate | audit | schema | vault | ask | mcp | pke``:
-the edge where settings are built."""
+"""``fortemi serve | worker | token | migrate | audit | schema | vault | attach | import | ask |
+graph | mcp | pke | shard``: the edge where settings are built."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ from collections.abc import Sequence
 from fortemi import console
 from fortemi.cli.admin import add_audit, add_migrate, add_schema, add_token
 from fortemi.cli.ask import add_ask
+from fortemi.cli.files import add_files
+from fortemi.cli.graph import add_graph
 from fortemi.cli.mcp import add_mcp
 from fortemi.cli.serve import add_serve, add_worker
+from fortemi.cli.shard import add_shard
 from fortemi.cli.vault import add_vault
 from fortemi.crypto import commands as pke_commands
 from fortemi.platform.errors import FortemiError
@@ -48,9 +51,12 @@ def _parser() -> argparse.ArgumentParser:
         add_audit,
         add_schema,
         add_vault,
+        add_files,
         add_ask,
+        add_graph,
         add_mcp,
         pke_commands.add_commands,
+        add_shard,
     ):
         add(commands)
     return parser

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from fortemi.crypto.header import Envelope
     from fortemi.crypto.keys import Keypair, PublicKey
 
-__all__ = ["add_commands"]
+__all__ = ["add_commands", "find_recipient", "keyring_folder", "passphrase"]
 
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 PASSPHRASE_ENV = "FORTEMI_PKE_PASSPHRASE"  # noqa: S105 - a variable's name, not a secret
@@ -333,3 +333,22 @@ def _verify(args: argparse.Namespace) -> int:
         verify_stream(source, keypair)
     print(f"sound: structure and integrity checked with the key of {keypair.address}")
     return 0
+
+
+# -- what other commands that encrypt or decrypt (``fortemi shard``) share ----------------------
+
+
+def find_recipient(text: str, keyring: Path) -> PublicKey:
+    """A recipient named by a public key file, or by an address found in ``keyring``."""
+    return _recipient(text, keyring)
+
+
+def keyring_folder(args: argparse.Namespace) -> Path:
+    """The keyring folder: ``args.keyring``, ``FORTEMI_PKE_KEYRING`` or the default."""
+    return _keyring(args)
+
+
+def passphrase(args: argparse.Namespace) -> str:
+    """The passphrase of a private key (``args.passphrase_file``, the environment or the
+    terminal); ``args.pke_command`` names the command in messages."""
+    return _passphrase(args, confirm=False)

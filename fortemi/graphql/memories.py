@@ -101,6 +101,8 @@ class MemoryMutation:
     async def delete_memory(self, info: Info, name: str, confirm: str) -> bool:
         await info.context.authorize(Action.ADMIN, Resource.system())
         await info.context.services.memories.delete(name, confirm=confirm)
+        # Its attachments' bytes live outside the database: they go after the memory.
+        await info.context.services.attachments.forget_memory(name)
         return True
 
     @strawberry.mutation(

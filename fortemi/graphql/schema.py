@@ -31,6 +31,7 @@ from strawberry.types import ExecutionContext, ExecutionResult
 from strawberry.types.execution import PreExecutionError
 
 from fortemi.graphql.answers import AnswerQuery, AnswerSubscription
+from fortemi.graphql.attachments import AttachmentMutation, AttachmentQuery
 from fortemi.graphql.audit import AuditQuery, AuditSubscription
 from fortemi.graphql.documents import DocumentTypeMutation, DocumentTypeQuery
 from fortemi.graphql.errors import VariableValuesError, render_errors
@@ -56,6 +57,7 @@ from fortemi.graphql.policies import PolicyMutation, PolicyQuery
 from fortemi.graphql.principal import PrincipalQuery
 from fortemi.graphql.retrieve import RetrieveQuery
 from fortemi.graphql.search import SearchQuery
+from fortemi.graphql.shards import ShardMutation
 from fortemi.graphql.vault_links import VaultLinkQuery
 from fortemi.graphql.vault_sync import VaultSyncMutation
 from fortemi.graphql.vocabulary import VocabularyMutation, VocabularyQuery
@@ -83,6 +85,7 @@ Query = merge_types(
         MaintenanceQuery,
         VaultLinkQuery,
         DocumentTypeQuery,
+        AttachmentQuery,
         KeyQuery,
     ),
 )
@@ -99,6 +102,8 @@ Mutation = merge_types(
         MaintenanceMutation,
         VaultSyncMutation,
         DocumentTypeMutation,
+        AttachmentMutation,
+        ShardMutation,
         KeyMutation,
     ),
 )

@@ -16,6 +16,7 @@ from fortemi.auth.policy import PolicyService
 from fortemi.auth.tokens import TokenValidator
 from fortemi.crypto.directory import KeyDirectory
 from fortemi.crypto.service import EncryptionService
+from fortemi.documents.attachments.service import AttachmentService
 from fortemi.documents.service import DocumentTypeService
 from fortemi.graph.links import LinkService
 from fortemi.graph.maintenance.service import GraphMaintenance
@@ -66,5 +67,6 @@ class Services:
     events: EventBus
     vocabulary: VocabularyService
     documents: DocumentTypeService
+    attachments: AttachmentService
     keys: KeyDirectory  # published public keys (encryptFor resolves against them)
     encryption: EncryptionService

@@ -129,6 +129,10 @@ class GraphQLView(GraphQL[Context, None]):
             subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL,),
             connection_init_wait_timeout=timedelta(seconds=10),
             max_subscriptions_per_connection=settings.ws_max_subscriptions,
+            # attachFile and createNoteFromFile: files by the GraphQL multipart request spec.
+            # No cross-site request forgery follows from taking multipart/form-data (a
+            # "simple" content type): every POST needs its bearer token, never a cookie.
+            multipart_uploads_enabled=True,
         )
         self.services = services
         # Outside production GET serves GraphiQL from the package's own files (no CDN).
@@ -169,6 +173,10 @@ class GraphQLView(GraphQL[Context, None]):
             response = await self.run(request)
         except HTTPException as exc:
             response = _http_error(exc, preferred_media_type(request.headers.get("accept")))
+        finally:
+            # A multipart request's files (spooled to disk past 1 MB) are removed here,
+            # whatever became of the operation.
+            await request.close()
         await response(scope, receive, send)
 
     def decode_json(self, data: str | bytes) -> object:

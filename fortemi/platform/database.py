@@ -10,6 +10,7 @@ asyncpg exceptions are translated here, once, into :mod:`fortemi.platform.errors
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -20,6 +21,7 @@ from typing import Any, TypeAlias, cast
 import asyncpg
 import numpy as np
 import numpy.typing as npt
+from asyncpg.pool import PoolConnectionProxy
 from pgvector.asyncpg import register_vector
 
 from fortemi.platform.errors import BadUserInput, Conflict, NotFound, Unavailable
@@ -178,6 +180,8 @@ class Database:
         # Without the pool's reset (a pool built elsewhere) marks are never consumed:
         # nothing is marked then.
         self._reset = reset
+        # Ends of read-only transactions still running (see memory_read); close awaits them.
+        self._ending: set[asyncio.Task[None]] = set()
 
     @classmethod
     async def connect(
@@ -210,6 +214,8 @@ class Database:
             await self._pool.expire_connections()
 
     async def close(self) -> None:
+        while self._ending:
+            await asyncio.gather(*self._ending, return_exceptions=True)
         await self._pool.close()
 
     @asynccontextmanager
@@ -311,6 +317,67 @@ class Database:
                 raise
             else:
                 await conn.execute("COMMIT")
+
+    @asynccontextmanager
+    async def memory_read(self, memory: str) -> AsyncIterator[asyncpg.Connection]:
+        """:meth:`memory_transaction` for reads that answer a caller: ``READ ONLY``, and its
+        end is not waited for.
+
+        The transaction starts as the choke point starts every one (``search_path`` set
+        local to the memory's schema, in the same round trip as ``BEGIN``) but read-only,
+        so PostgreSQL refuses any write in it: its ``COMMIT`` then has nothing to make
+        durable and can change no answer. The caller goes on (answers) as soon as its
+        block ends, while the ``COMMIT`` runs in a task that hands the connection back to
+        the pool only once the transaction is over, so no connection goes back inside a
+        transaction or with the memory's path. :meth:`close` waits for such tasks. An
+        error inside the block rolls back before it propagates, as in
+        :meth:`memory_transaction`."""
+        schema = memory_schema(memory)
+        try:
+            proxy = await self._pool.acquire()
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+            translated = _translate(exc)
+            if translated is None:
+                raise
+            raise translated from exc
+        conn = cast(Connection, proxy)
+        if self._reset is not None:
+            self._reset.scoped.add(conn.get_server_pid())
+        ending = False
+        try:
+            try:
+                await conn.execute(f"BEGIN READ ONLY; SET LOCAL search_path TO {schema}, public")
+                yield conn
+            except asyncpg.UndefinedTableError as exc:
+                await conn.execute("ROLLBACK")
+                if await _schema_exists(conn, memory):
+                    raise
+                raise NotFound(f"Memory {memory!r} does not exist") from exc
+            except BaseException:
+                if not conn.is_closed():
+                    await conn.execute("ROLLBACK")
+                raise
+            task = asyncio.get_running_loop().create_task(self._end_read(conn, proxy))
+            self._ending.add(task)
+            task.add_done_callback(self._ending.discard)
+            ending = True
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+            translated = _translate(exc)
+            if translated is None:
+                raise
+            raise translated from exc
+        finally:
+            if not ending:
+                await self._pool.release(proxy)
+
+    async def _end_read(self, conn: Connection, proxy: PoolConnectionProxy[Any]) -> None:
+        try:
+            await conn.execute("COMMIT")
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
+            # Nothing was written; the pool's release resets or discards the connection.
+            log.warning("ending a read-only transaction failed", exc_info=True)
+        finally:
+            await self._pool.release(proxy)
 
     async def fetchval(self, query: str, *args: Any) -> Any:
         async with self.connection() as conn:

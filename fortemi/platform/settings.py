@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import platformdirs
-from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    SecretStr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from fortemi.platform.urls import check_issuer_url
@@ -187,7 +194,23 @@ class Settings(BaseSettings):
         default=None, ge=1, description="Threads of the local embedder; default: usable cores"
     )
 
-    @field_validator("ollama_host", "openai_base_url", mode="before")
+    # -- document extraction services (see fortemi/documents/extraction) ----------------
+    vision_model: str | None = Field(
+        default=None,
+        description="Ollama vision model describing images (needs OLLAMA_HOST); unset: none",
+    )
+    ocr_model: str | None = Field(
+        default=None,
+        description="Ollama vision model reading scanned PDF pages (needs OLLAMA_HOST)",
+    )
+    transcription_url: str | None = Field(
+        default=None,
+        description="Whisper-compatible server (POST /v1/audio/transcriptions); unset: none",
+    )
+    transcription_model: str = "whisper-1"
+    transcription_api_key: SecretStr | None = None
+
+    @field_validator("ollama_host", "openai_base_url", "transcription_url", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         # `OLLAMA_HOST=` in a compose file means "no Ollama", not a server named "".
@@ -195,11 +218,19 @@ class Settings(BaseSettings):
             return value.strip() or None
         return value
 
-    @field_validator("openai_base_url")
+    @field_validator("openai_base_url", "transcription_url")
     @classmethod
-    def _http_base_url(cls, value: str | None) -> str | None:
+    def _http_base_url(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is not None and not value.startswith(("http://", "https://")):
-            raise ValueError(f"FORTEMI_OPENAI_BASE_URL must be an http(s) URL, not {value!r}")
+            name = f"FORTEMI_{(info.field_name or '').upper()}"
+            raise ValueError(f"{name} must be an http(s) URL, not {value!r}")
+        return value
+
+    @field_validator("vision_model", "ocr_model", mode="before")
+    @classmethod
+    def _blank_model_is_unset(cls, value: object) -> object:
+        if isinstance(value, str):
+            return value.strip() or None
         return value
 
     # -- end of inference ----------------------------------------------------------------
@@ -300,11 +331,33 @@ class Settings(BaseSettings):
     graph_resolution: float = Field(
         default=1.0, gt=0.0, le=10.0, description="Louvain resolution (higher: more communities)"
     )
+    graph_backfill_on_start: bool = Field(
+        default=True, description="Each worker start sweeps every memory for missing graph work"
+    )
+    graph_backfill_limit: int = Field(
+        default=1000, ge=1, le=100_000, description="Notes a backfill step looks at per kind"
+    )
+
+    # -- attachments: where their bytes are kept --------------------------------------
+    blob_store: Literal["local", "s3"] = Field(
+        default="local", description="local: files under FORTEMI_HOME/blobs; s3: an object store"
+    )
+    s3_bucket: str | None = None
+    s3_prefix: str = Field(default="", description="Key prefix inside the bucket")
+    s3_endpoint_url: str | None = Field(
+        default=None, description="An S3-compatible endpoint (MinIO, Ceph); unset: AWS"
+    )
+    s3_region: str | None = None
+    s3_access_key_id: SecretStr | None = None
+    s3_secret_access_key: SecretStr | None = None
 
     # -- limits ------------------------------------------------------------------------
     max_note_bytes: int = Field(default=1_048_576, ge=1)
     max_request_bytes: int = Field(default=8 * 1_048_576, ge=1024)
     max_upsert_batch: int = Field(default=500, ge=1)
+    max_upload_bytes: int = Field(
+        default=50 * 1_048_576, ge=1, description="Largest file an upload may attach"
+    )
     max_page_size: int = Field(default=100, ge=1)
     max_query_depth: int = Field(default=12, ge=1)
     max_aliases: int = Field(default=30, ge=1)

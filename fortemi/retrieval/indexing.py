@@ -54,7 +54,9 @@ __all__ = [
     "Chunking",
     "ConceptLabels",
     "EmbeddingEnqueuer",
+    "ExtraPieces",
     "Followups",
+    "NoteGate",
     "backfill_spec",
     "embedding_job_type",
     "embedding_spec",
@@ -129,6 +131,24 @@ class ConceptLabels(Protocol):
     async def for_note(self, conn: Connection, note_id: UUID) -> list[str]: ...
 
 
+class NoteGate(Protocol):
+    """Whether a note's embedding must wait (read in the job's memory transaction): the
+    composition root hands in the documents feature's pending-extraction check. A gated
+    run ends as skipped (``deferred``) and enqueues nothing; whatever holds the note back
+    enqueues its ``Embedding`` job again when it is done."""
+
+    async def __call__(self, conn: Connection, note_id: UUID) -> bool: ...
+
+
+class ExtraPieces(Protocol):
+    """Text kept beside a note that its vectors should cover, as (text, heading) pieces
+    already cut (the documents feature's attachment chunks), read in the job's memory
+    transaction. They follow the note's own chunks, offsets 0 (they are not slices of the
+    note's content), and are never part of its versions."""
+
+    async def __call__(self, conn: Connection, note_id: UUID) -> list[tuple[str, str | None]]: ...
+
+
 class EmbeddingEnqueuer:
     """The note service's indexer: an ``Embedding`` job per changed note."""
 
@@ -192,10 +212,22 @@ class _Plan:
     existing: list[ChunkRow]
     keep_chunks: bool
     sets: list[_SetPlan]
+    chunk_key: str
 
     @property
     def chosen(self) -> EmbeddingSet:
         return self.sets[0].chosen
+
+
+def _chunk_key(note: Note, extra: Sequence[tuple[str, str | None]]) -> str:
+    """What a note's chunks were cut from: its content's hash, and with extra pieces, a
+    hash of that and of theirs (a change of either cuts the chunks again)."""
+    if not extra:
+        return note.content_hash
+    hasher = blake3.blake3(note.content_hash.encode())
+    for text, heading in extra:
+        hasher.update(b"\x00" + (heading or "").encode() + b"\x00" + text.encode())
+    return "x:" + hasher.hexdigest()
 
 
 def _plan(
@@ -203,11 +235,16 @@ def _plan(
     sets: list[tuple[EmbeddingSet, list[ChunkRow]]],
     concepts: Sequence[str],
     chunking: Chunking,
+    extra: Sequence[tuple[str, str | None]] = (),
 ) -> _Plan:
     pieces = _pieces(note.content, note.format, chunking)
+    pieces += [
+        NewChunk(len(pieces) + i, text, 0, 0, heading) for i, (text, heading) in enumerate(extra)
+    ]
+    key = _chunk_key(note, extra)
     existing = sets[0][1]
     keep_chunks = len(existing) == len(pieces) and all(
-        row.chunk.content_hash == note.content_hash for row in existing
+        row.chunk.content_hash == key for row in existing
     )
     plans = []
     for chosen, rows in sets:
@@ -220,7 +257,7 @@ def _plan(
             if not keep_chunks or len(rows) != len(pieces) or rows[i].text_hash != hashes[i]
         ]
         plans.append(_SetPlan(chosen, texts, hashes, todo))
-    return _Plan(note, pieces, existing, keep_chunks, plans)
+    return _Plan(note, pieces, existing, keep_chunks, plans, key)
 
 
 class _EmbeddingHandler:
@@ -244,7 +281,11 @@ class _EmbeddingHandler:
         *,
         tier: Tier,
         enrich: bool,
+        gate: NoteGate | None = None,
+        extra: ExtraPieces | None = None,
     ) -> None:
+        self._gate = gate
+        self._extra = extra
         self._db = db
         self._backend = backend
         self._chunking = chunking
@@ -279,6 +320,8 @@ class _EmbeddingHandler:
             note = await self._notes.get(conn, note_id)
             if note is None:
                 return JobOutcome.success({"skipped": "note_gone"})
+            if self._gate is not None and await self._gate(conn, note_id):
+                return JobOutcome.success({"skipped": "deferred"})
             chosen, created = await self._sets.ensure_new(
                 conn, model.name, model.dimension, composition
             )
@@ -298,10 +341,11 @@ class _EmbeddingHandler:
             if self._concepts is not None and any(s.composition.include_concepts for s in targets):
                 concepts = await self._concepts.for_note(conn, note_id)
             existing = [(s, await self._chunks.chunks(conn, note_id, s)) for s in targets]
+            extra = [] if self._extra is None else await self._extra(conn, note_id)
         if backfill:
             await context.enqueue(backfill_spec(memory, chosen.id))
             self._backfilled.add((memory, chosen.id))
-        plan = _plan(note, existing, concepts, self._chunking)
+        plan = _plan(note, existing, concepts, self._chunking, extra)
         try:
             vectors = await self._embed(context, plan)
         except InferenceError as exc:
@@ -366,7 +410,7 @@ class _EmbeddingHandler:
                 chunk_ids = [row.chunk.id for row in plan.existing]
             else:
                 chunk_ids = await self._chunks.replace_chunks(
-                    conn, note.id, note.content_hash, plan.pieces
+                    conn, note.id, plan.chunk_key, plan.pieces
                 )
             for part in plan.sets:
                 chosen = part.chosen
@@ -395,6 +439,8 @@ def embedding_job_type(
     followups: Followups | None = None,
     concepts: ConceptLabels | None = None,
     enrich: bool | None = None,
+    gate: NoteGate | None = None,
+    extra: ExtraPieces | None = None,
 ) -> JobType:
     """The ``Embedding`` job type, embedding with ``backend``'s default model; after each
     successful write it enqueues ``followups(memory, note id, set id)``.
@@ -402,7 +448,9 @@ def embedding_job_type(
     ``concepts`` gives notes' concept paths; ``enrich`` (``FORTEMI_EMBED_CONCEPTS``;
     default: whether ``concepts`` is given) makes the composition include them, which
     makes it another set. With ``concepts`` and ``enrich`` False, paths are still read
-    for a set that includes them and is still answering (the setting just turned off)."""
+    for a set that includes them and is still answering (the setting just turned off).
+    ``gate`` defers a note's run while it says so (see :class:`NoteGate`); ``extra``
+    adds pieces kept beside the note (see :class:`ExtraPieces`)."""
     handler = _EmbeddingHandler(
         db,
         backend,
@@ -411,6 +459,8 @@ def embedding_job_type(
         concepts,
         tier=tier,
         enrich=concepts is not None if enrich is None else enrich,
+        gate=gate,
+        extra=extra,
     )
     return JobType(name=EMBEDDING, tier=tier, priority=4, handler=handler, max_attempts=8)
 

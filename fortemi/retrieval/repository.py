@@ -131,6 +131,21 @@ _NOTE_VECTORS = CHUNK_EMBEDDING.query(
     "SELECT embedding FROM {table} WHERE set_id = :set_id AND note_id = :note_id"
 )
 _SET_BY_ID = EMBEDDING_SET.query("SELECT {columns} FROM {table} WHERE id = :id")
+_NEWEST_SET = Query("SELECT max(id) FROM embedding_set")
+# Of the notes named, the live ones with at least one chunk and a vector in the set for
+# every chunk (the Embedding job writes a note's chunks and vectors in one transaction).
+_HELD_WHOLE = Query(
+    """
+    SELECT n.id FROM note n
+    WHERE n.id = ANY(:note_ids::uuid[]) AND n.deleted_at IS NULL
+      AND EXISTS (SELECT 1 FROM chunk c WHERE c.note_id = n.id)
+      AND NOT EXISTS (
+          SELECT 1 FROM chunk c
+          WHERE c.note_id = n.id
+            AND NOT EXISTS (SELECT 1 FROM chunk_embedding e
+                            WHERE e.set_id = :set_id AND e.chunk_id = c.id))
+    """
+)
 
 
 class RetrievalRepository:
@@ -248,6 +263,20 @@ class RetrievalRepository:
             _LATEST_SET_OF_NOTE.sql, *_LATEST_SET_OF_NOTE.args(note_id=note_id)
         )
         return None if found is None else int(found)
+
+    async def newest_set(self, conn: Connection) -> int | None:
+        found = await conn.fetchval(_NEWEST_SET.sql)
+        return None if found is None else int(found)
+
+    async def held_whole(
+        self, conn: Connection, set_id: int, note_ids: Sequence[UUID]
+    ) -> set[UUID]:
+        """Those of ``note_ids`` that are live and have a vector in the set for every one
+        of their chunks (and at least one chunk)."""
+        rows = await conn.fetch(
+            _HELD_WHOLE.sql, *_HELD_WHOLE.args(note_ids=list(note_ids), set_id=set_id)
+        )
+        return {row["id"] for row in rows}
 
     async def note_vectors(self, conn: Connection, set_id: int, note_id: UUID) -> list[Vector]:
         """The vectors of the note's chunks in the set (in no particular order)."""

@@ -11,6 +11,7 @@ routing within a set of notes, the routed notes' chunks and their scores), offer
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -86,6 +87,28 @@ class ChunkVectorService:
                 return NoteChunkVectors(chosen)
             found = await self._repo.embedding_set(conn, chosen)
         return NoteChunkVectors(chosen, None if found is None else found.model, tuple(vectors))
+
+    async def linking_set(self, memory: str) -> int | None:
+        """The set a memory's notes are linked in when none is named: the set search serves
+        from (given the backend), else the newest set; None while the memory has none."""
+        async with self._db.memory_transaction(memory) as conn:
+            if self._backend is not None:
+                model = await self._backend.embedding_model()
+                composition = composition_for(model.name, concepts=self._concepts)
+                serving = await self._sets.serving(
+                    conn, memory, model.name, model.dimension, composition
+                )
+                if serving is not None:
+                    return serving.id
+            return await self._repo.newest_set(conn)
+
+    async def held_whole(self, memory: str, set_id: int, note_ids: Sequence[UUID]) -> set[UUID]:
+        """Those of ``note_ids`` whose every chunk has its vector in set ``set_id``: the
+        notes whose vectors are complete there (live, with at least one chunk)."""
+        if not note_ids:
+            return set()
+        async with self._db.memory_transaction(memory) as conn:
+            return await self._repo.held_whole(conn, set_id, note_ids)
 
     async def _default_set(self, conn: Connection, memory: str, note_id: UUID) -> int | None:
         # After a composition change is undone (tag-enriched embeddings switched off again),

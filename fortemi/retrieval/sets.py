@@ -162,6 +162,7 @@ _INCOMPLETE = Query(
     """
 )
 _COUNT = EMBEDDING_SET.query("SELECT count(*) FROM {table}")
+_ALL = EMBEDDING_SET.query("SELECT {columns} FROM {table} ORDER BY id")
 _CREATE = EMBEDDING_SET.insert(
     ("name", "model", "dimension", "composition"),
     suffix="ON CONFLICT (name) DO NOTHING RETURNING {columns}",
@@ -272,14 +273,30 @@ class EmbeddingSets:
                 raise RuntimeError(f"embedding set {name!r} vanished while being created")
             return found, False
         created = EMBEDDING_SET.from_record(row)
-        # Both numbers are ours (an identity value and a checked dimension), never input.
-        # m 32 / ef_construction 128 rather than pgvector's 16 / 64: on 10,000 real MiniLM
-        # vectors recall@10 at ef_search 150 rose from 0.85 to 0.975, for a larger graph
-        # and slower inserts that embedding (milliseconds per chunk) dwarfs anyway.
-        await conn.execute(
-            f"CREATE INDEX {created.index_name} ON chunk_embedding "
-            f"USING hnsw ((embedding::{created.cast}) vector_cosine_ops) "
-            f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
-            f"WHERE set_id = {int(created.id)}"
-        )
+        await conn.execute(_index_ddl(created))
         return created, True
+
+    async def index_all(self, conn: Connection) -> int:
+        """Give each set of the memory that lacks it its HNSW index (sets written as rows,
+        by a shard import, come without); how many were made. Run in the transaction that
+        wrote them, so the sets and their indexes appear together."""
+        made = 0
+        for row in await conn.fetch(_ALL.sql):
+            chosen = EMBEDDING_SET.from_record(row)
+            if not await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", chosen.index_name):
+                await conn.execute(_index_ddl(chosen))
+                made += 1
+        return made
+
+
+def _index_ddl(chosen: EmbeddingSet) -> str:
+    # Both numbers are ours (an identity value and a checked dimension), never input.
+    # m 32 / ef_construction 128 rather than pgvector's 16 / 64: on 10,000 real MiniLM
+    # vectors recall@10 at ef_search 150 rose from 0.85 to 0.975, for a larger graph
+    # and slower inserts that embedding (milliseconds per chunk) dwarfs anyway.
+    return (
+        f"CREATE INDEX {chosen.index_name} ON chunk_embedding "
+        f"USING hnsw ((embedding::{chosen.cast}) vector_cosine_ops) "
+        f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
+        f"WHERE set_id = {int(chosen.id)}"
+    )

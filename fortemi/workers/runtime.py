@@ -44,7 +44,7 @@ from fortemi.platform.jobs.registry import JobRegistry
 from fortemi.platform.jobs.service import JobService
 from fortemi.platform.settings import Settings
 from fortemi.workers.broker import WakeReceiver
-from fortemi.workers.dispatch import JobDispatcher
+from fortemi.workers.dispatch import JobDispatcher, dispatch
 from fortemi.workers.executor import JobExecutor
 from fortemi.workers.loops import DEFAULT_RESEND_AFTER_SECONDS, MaintenanceLoop
 
@@ -265,7 +265,22 @@ class JobRuntime(WakeReceiver):
             lease_seconds=config.lease_seconds,
             on_wake_failed=self._maintenance.request_resend,
         )
+        await self._enqueue_startup_jobs(registry, service, dispatcher)
         self._maintenance.start()
+
+    async def _enqueue_startup_jobs(
+        self, registry: JobRegistry, service: JobService, dispatcher: JobDispatcher
+    ) -> None:
+        """What the features ask to run at each start (deduplicated by their keys, so
+        several workers starting together enqueue each once). A failure here is logged and
+        the worker runs anyway: the next start sweeps again."""
+        try:
+            specs = await registry.startup_jobs()
+            if specs:
+                created = [job for job, new in await service.submit_many(specs) if new]
+                await dispatch(service, dispatcher, created)
+        except Exception:
+            log.exception("start-up jobs were not enqueued")
 
     async def _shutdown(self) -> None:
         if self._maintenance is not None:

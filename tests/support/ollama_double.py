@@ -34,6 +34,10 @@ after those it shares with the model's previous prompt (as Ollama skips the pref
 key/value state it kept). While ``hold_streams`` is set, a stream waits after its first
 piece, so a test can act while an answer is being written.
 
+**Vision models**: a model named in ``vision`` takes ``images`` (base64, as Ollama's
+``/api/generate`` does) and, unless ``replies`` or ``scripts`` say otherwise, answers
+``an image of N bytes`` for the first one, so a test sees that the image arrived whole.
+
 **Extractive reader mode**: a generation model named in ``extractive`` answers as a
 deterministic extractive reader (:func:`extractive_answer`) instead of echoing: it reads
 the prompt's numbered chunks (``[n] source`` then the chunk's text) and its ``Question:``
@@ -47,6 +51,7 @@ what it uses, so that the share of the context it cites can be measured without 
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import json
 import math
@@ -202,6 +207,7 @@ class OllamaDouble(ServedApp):
         self.scripts: dict[str, list[tuple[str, str]]] = {}
         self.prefix_cache = False
         self.extractive: set[str] = set()  # generation models answering as extractive readers
+        self.vision: set[str] = set()  # generation models that take images
         self.hold_streams = False  # a stream waits after its first piece while this holds
         self._last_prompt: dict[str, list[str]] = {}
 
@@ -227,7 +233,7 @@ class OllamaDouble(ServedApp):
         if model == "fail-slow":
             await self._stall()
             return JSONResponse({"error": "too slow"}, status_code=500)
-        if model not in self.dimensions and model not in self.generators:
+        if model not in self.dimensions and model not in self.generators | self.vision:
             message = f'model "{model}" not found, try pulling it first'
             return JSONResponse({"error": message}, status_code=404)
         return None
@@ -263,6 +269,8 @@ class OllamaDouble(ServedApp):
             text, reason = self.scripts[model].pop(0)
         elif model in self.extractive:
             text = extractive_answer(str(body.get("prompt", "")))
+        elif model in self.vision and body.get("images") and model not in self.replies:
+            text = f"an image of {len(base64.b64decode(body['images'][0]))} bytes"
         elif model in self.replies:
             text, cut = self.replies[model], False
         else:

@@ -10,7 +10,6 @@ takes its job's worker down.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,23 +26,24 @@ __all__ = [
     "TextSink",
     "Unavailable",
     "Unreadable",
+    "corrupt",
     "counts",
     "decode_text",
     "preview_of",
 ]
 
 PREVIEW_CHARS = 280
-_SPACES = re.compile(r"\s+")
 
 
 class AdapterError(Exception):
     """An adapter's reason to stop: ``code`` is stable (``corrupt_pdf``), ``detail`` says
     what a person can do about it."""
 
-    def __init__(self, code: str, detail: str) -> None:
+    def __init__(self, code: str, detail: str, metadata: dict[str, Any] | None = None) -> None:
         super().__init__(f"{code}: {detail}")
         self.code = code
         self.detail = detail
+        self.metadata = metadata or {}  # what was read before giving up (EXIF of an image)
 
     @property
     def reason(self) -> str:
@@ -68,8 +68,16 @@ class Read:
     children: tuple[tuple[str, str | None, bytes], ...] = ()
 
 
+def corrupt(kind: str, exc: Exception) -> Unreadable:
+    """The translation of a document library's error on a file it cannot open (those
+    libraries raise zip, XML, key and value errors alike): ``corrupt_document``."""
+    first = str(exc).splitlines()[0][:200] if str(exc) else ""
+    detail = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    return Unreadable("corrupt_document", f"not a readable {kind} file ({detail})")
+
+
 # Extracts a member of a container (an archive's file) with the library's own dispatch, one
-# level deeper; returns None when the member's type has no text to give.
+# level deeper: (member name, its bytes, the member's run) -> what any file gets.
 Nested = Callable[[str, bytes, "Run"], Extracted]
 
 
@@ -164,7 +172,7 @@ def _original_replacements(data: bytes, encoding: str) -> int:
 
 def preview_of(text: str) -> str | None:
     """A short excerpt for lists: the first words, whitespace collapsed."""
-    flat = _SPACES.sub(" ", text[: PREVIEW_CHARS * 4]).strip()
+    flat = " ".join(text[: PREVIEW_CHARS * 4].split())
     if not flat:
         return None
     return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1].rstrip() + "…"

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fortemi.documents.detection import detect
 from fortemi.documents.extraction._run import (
@@ -32,9 +32,22 @@ from fortemi.documents.extraction._run import (
     Unavailable,
     preview_of,
 )
+from fortemi.documents.extraction.archive import ArchiveAdapter
 from fortemi.documents.extraction.base import Extracted, ExtractionStatus, Health, Limits
+from fortemi.documents.extraction.image import NO_VISION, ImageAdapter
+from fortemi.documents.extraction.mail import MailAdapter
+from fortemi.documents.extraction.media import MediaAdapter
+from fortemi.documents.extraction.office import OfficeAdapter
+from fortemi.documents.extraction.pdf import NO_OCR, PdfAdapter
+from fortemi.documents.extraction.services import (
+    ImageReader,
+    OllamaImageReader,
+    Transcriber,
+    WhisperTranscriber,
+)
 from fortemi.documents.extraction.structured import StructuredAdapter
 from fortemi.documents.extraction.text import TextAdapter
+from fortemi.documents.extraction.webpage import HtmlAdapter
 from fortemi.documents.models import Detection, Extraction
 from fortemi.documents.registry import TypeIndex, system_index
 
@@ -60,9 +73,29 @@ class Adapter(Protocol):
     def health(self) -> Health: ...
 
 
-def default_adapters() -> dict[Extraction, Adapter]:
-    """The adapters that need no service."""
-    return {Extraction.TEXT: TextAdapter(), Extraction.STRUCTURED: StructuredAdapter()}
+def default_adapters(
+    *,
+    vision: ImageReader | None = None,
+    ocr: ImageReader | None = None,
+    transcriber: Transcriber | None = None,
+    missing: Mapping[str, str] | None = None,
+) -> dict[Extraction, Adapter]:
+    """Every family's adapter; those that need a service get it, or answer SKIPPED
+    (``missing``: why the "vision" or "ocr" service is absent, when not simply unset)."""
+    why = dict(missing or {})
+    media = MediaAdapter(transcriber)
+    return {
+        Extraction.TEXT: TextAdapter(),
+        Extraction.STRUCTURED: StructuredAdapter(),
+        Extraction.PDF: PdfAdapter(ocr, why_not=why.get("ocr", NO_OCR)),
+        Extraction.OFFICE: OfficeAdapter(),
+        Extraction.EMAIL: MailAdapter(),
+        Extraction.HTML: HtmlAdapter(),
+        Extraction.ARCHIVE: ArchiveAdapter(),
+        Extraction.IMAGE: ImageAdapter(vision, why_not=why.get("vision", NO_VISION)),
+        Extraction.AUDIO: media,
+        Extraction.VIDEO: media,  # a Whisper server takes video containers for their sound
+    }
 
 
 class LibraryExtractor:
@@ -82,12 +115,37 @@ class LibraryExtractor:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LibraryExtractor:
-        """Every adapter; the service-backed ones configured from ``settings``."""
-        del settings  # the service-backed adapters read it
-        return cls()
+        """Every adapter; the vision, OCR and transcription ones configured from
+        ``settings`` (a vision or OCR model needs ``OLLAMA_HOST``), or SKIPPING without."""
+        timeout = settings.inference_timeout_seconds
+        vision = ocr = None
+        missing = {
+            name: f"FORTEMI_{name.upper()}_MODEL names {model!r} but OLLAMA_HOST is unset"
+            for name, model in (("vision", settings.vision_model), ("ocr", settings.ocr_model))
+            if model and not settings.ollama_host
+        }
+        if settings.ollama_host and settings.vision_model:
+            vision = OllamaImageReader(settings.ollama_host, settings.vision_model,
+                                       timeout_seconds=timeout)  # fmt: skip
+        if settings.ollama_host and settings.ocr_model:
+            ocr = OllamaImageReader(settings.ollama_host, settings.ocr_model,
+                                    timeout_seconds=timeout)  # fmt: skip
+        transcriber = None
+        if settings.transcription_url:
+            transcriber = WhisperTranscriber(
+                settings.transcription_url,
+                settings.transcription_model,
+                api_key=settings.transcription_api_key,
+                timeout_seconds=timeout,
+            )
+        return cls(
+            default_adapters(vision=vision, ocr=ocr, transcriber=transcriber, missing=missing)
+        )
 
     def health(self) -> list[Health]:
-        return [adapter.health() for adapter in self._adapters.values()]
+        """One line per adapter (the media adapter answers for audio and video once)."""
+        unique = {id(adapter): adapter for adapter in self._adapters.values()}
+        return [adapter.health() for adapter in unique.values()]
 
     def extract(
         self, data: bytes, *, filename: str | None, detection: Detection, limits: Limits
@@ -115,9 +173,9 @@ class LibraryExtractor:
         try:
             read = adapter.read(data, filename=filename, detection=detection, run=run)
         except Unavailable as exc:
-            return _skipped(name, exc.reason)
+            return _skipped(name, exc.reason, exc.metadata)
         except AdapterError as exc:  # Unreadable: the file's own fault
-            return _failed(name, exc.reason)
+            return _failed(name, exc.reason, exc.metadata)
         except (MemoryError, RecursionError) as exc:
             return _failed(name, f"too_complex: the file exhausted {type(exc).__name__}")
         except Exception as exc:
@@ -147,9 +205,11 @@ def _done(adapter: str, read: Read, detection: Detection, limits: Limits) -> Ext
     )
 
 
-def _skipped(adapter: str, reason: str) -> Extracted:
-    return Extracted(ExtractionStatus.SKIPPED, reason=reason, adapter=adapter)
+def _skipped(adapter: str, reason: str, metadata: dict[str, Any] | None = None) -> Extracted:
+    return Extracted(ExtractionStatus.SKIPPED, metadata=metadata or {}, reason=reason,
+                     adapter=adapter)  # fmt: skip
 
 
-def _failed(adapter: str, reason: str) -> Extracted:
-    return Extracted(ExtractionStatus.FAILED, reason=reason, adapter=adapter)
+def _failed(adapter: str, reason: str, metadata: dict[str, Any] | None = None) -> Extracted:
+    return Extracted(ExtractionStatus.FAILED, metadata=metadata or {}, reason=reason,
+                     adapter=adapter)  # fmt: skip

@@ -73,6 +73,19 @@ def index_name(set_id: int) -> str:
 
 
 _LIVE = Query("SELECT true FROM note WHERE id = :note_id AND deleted_at IS NULL")
+# Live notes without a vector in the set, by id after ``after``: the Linking job writes a
+# note's vector before its links, so these are the notes never linked in the set (or
+# whose links were lost with their vector).
+_UNLINKED = Query(
+    """
+    SELECT n.id FROM note n
+    WHERE n.deleted_at IS NULL AND n.id > :after
+      AND NOT EXISTS (SELECT 1 FROM note_embedding v
+                      WHERE v.set_id = :set_id AND v.note_id = n.id)
+    ORDER BY n.id
+    LIMIT :limit
+    """
+)
 _UPSERT_VECTOR = NOTE_EMBEDDING.insert(
     suffix="ON CONFLICT (set_id, note_id) DO UPDATE SET embedding = excluded.embedding, "
     "updated_at = clock_timestamp() "
@@ -155,6 +168,11 @@ _DERIVE = Query(
 
 
 class LinkingRepository:
+    async def unlinked(self, conn: Connection, set_id: int, after: UUID, limit: int) -> list[UUID]:
+        """Up to ``limit`` live notes after ``after`` (by id) with no vector in the set."""
+        args = _UNLINKED.args(set_id=set_id, after=after, limit=limit)
+        return [row["id"] for row in await conn.fetch(_UNLINKED.sql, *args)]
+
     async def is_live(self, conn: Connection, note_id: UUID) -> bool:
         return bool(await conn.fetchval(_LIVE.sql, *_LIVE.args(note_id=note_id)))
 

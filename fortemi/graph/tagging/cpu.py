@@ -9,8 +9,11 @@ Two sources, one embedding call:
   different notes meet.
 * **new keyphrases**, KeyBERT-style (:mod:`~fortemi.graph.tagging.keyphrases`): candidate
   phrases ranked by cosine to the note, picked with MMR for diversity, kept above
-  ``phrase_similarity``. They become ``candidate`` concepts with no dimension (the CPU
-  tier cannot tell a method from a domain; a generation tier can).
+  ``phrase_similarity``. They become ``candidate`` concepts with the dimension
+  :mod:`~fortemi.graph.tagging.dimensions` names from their vectors and head nouns; an
+  existing concept that has no dimension yet is given one the same way.
+* **the content type**: the note's document type (``["source code", "Python"]``), when the
+  caller knows it, as the ``content_type`` concept (:mod:`.content_type`).
 
 The note's vector is the normalised mean of its pieces' vectors (a note longer than the
 model's input is read whole, not cut at 256 tokens). Label vectors are cached per tagger:
@@ -26,6 +29,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from fortemi.graph.tagging.dimensions import DimensionClassifier
 from fortemi.graph.tagging.keyphrases import candidates, mmr, plain_text
 from fortemi.graph.tagging.models import MAX_CONCEPTS, Found, TaggingSettings
 from fortemi.graph.vocabulary.models import LabelEntry
@@ -39,6 +43,8 @@ _MAX_PIECES = 6
 _MAX_CANDIDATES = 100
 _CACHE_SIZE = 20_000
 _USED_LABEL = 0.6  # the confidence of a concept whose label the note uses verbatim
+# The content type is known, not guessed; it is never what the note is mostly about.
+_CONTENT_TYPE_CONFIDENCE, _CONTENT_TYPE_RELEVANCE = 0.9, 0.1
 
 
 class CpuTagger:
@@ -48,9 +54,17 @@ class CpuTagger:
         self._backend = backend
         self._settings = settings
         self._label_vectors: OrderedDict[str, NDArray[np.float32]] = OrderedDict()
+        self._dimensions = DimensionClassifier(backend)
 
-    async def propose(self, title: str, content: str, labels: Sequence[LabelEntry]) -> list[Found]:
-        """At most :data:`MAX_CONCEPTS` concepts for the note, best first."""
+    async def propose(
+        self,
+        title: str,
+        content: str,
+        labels: Sequence[LabelEntry],
+        content_type: tuple[str, ...] | None = None,
+    ) -> list[Found]:
+        """At most :data:`MAX_CONCEPTS` concepts for the note, best first, each with a
+        dimension; ``content_type`` (a path) becomes its ``content_type`` concept."""
         text = plain_text(content)[: self._settings.max_input_chars]
         pieces = _pieces(title, text)
         if not pieces:
@@ -68,6 +82,9 @@ class CpuTagger:
         self._remember(missing, known)
 
         reused = _reused(labels, known, note, {p.casefold() for p in phrases}, self._settings)
+        reused = await self._with_dimensions(reused, known)
+        room = MAX_CONCEPTS - (1 if content_type else 0)
+        reused = reused[:room]
         # Reused concepts rule out their twins too: tagging a note again, whose concepts are
         # now in the vocabulary, must pick the same ones.
         kept = [_stems(f.key) for f in reused]
@@ -76,7 +93,7 @@ class CpuTagger:
             phrases, phrase_vectors, note, top=len(phrases), floor=self._settings.phrase_similarity
         )
         for ranked in picked:
-            if len(reused) + len(fresh) >= MAX_CONCEPTS:
+            if len(reused) + len(fresh) >= room:
                 break
             words = _stems(ranked.phrase)
             # "community detection" and "louvain community detection" are one concept to a
@@ -86,12 +103,56 @@ class CpuTagger:
             kept.append(words)
             score = _unit(ranked.similarity)
             fresh.append(Found((ranked.phrase,), None, score, score, TIER))
+        named = await self._dimensions.classify(
+            [f.path[-1] for f in fresh],
+            np.stack([phrase_vectors[phrases.index(f.path[-1])] for f in fresh])
+            if fresh
+            else phrase_vectors[:0],
+        )
+        fresh = [
+            Found(f.path, dimension, f.confidence, f.relevance, TIER)
+            for f, dimension in zip(fresh, named, strict=True)
+        ]
         found = [*reused, *fresh]
+        if content_type and not any(f.key == content_type[-1].casefold() for f in found):
+            found.append(
+                Found(
+                    content_type,
+                    "content_type",
+                    _CONTENT_TYPE_CONFIDENCE,
+                    _CONTENT_TYPE_RELEVANCE,
+                    TIER,
+                )
+            )
         if not found:
             return []
         top = max(found, key=lambda f: (f.relevance, f.confidence))
         return [
             Found(f.path, f.dimension, f.confidence, f.relevance, f.tier, f is top) for f in found
+        ]
+
+    async def _with_dimensions(
+        self, reused: list[Found], vectors: dict[str, NDArray[np.float32]]
+    ) -> list[Found]:
+        """``reused`` with a dimension named for the concepts that have none yet (by the
+        label matched, whose vector is at hand)."""
+        blank = [f for f in reused if f.dimension is None and f.path[-1] in vectors]
+        if not blank:
+            return reused
+        named = dict(
+            zip(
+                (f.key for f in blank),
+                await self._dimensions.classify(
+                    [f.path[-1] for f in blank], np.stack([vectors[f.path[-1]] for f in blank])
+                ),
+                strict=True,
+            )
+        )
+        return [
+            Found(f.path, named.get(f.key, f.dimension), f.confidence, f.relevance, f.tier)
+            if f.dimension is None
+            else f
+            for f in reused
         ]
 
     def _remember(self, labels: list[str], vectors: dict[str, NDArray[np.float32]]) -> None:

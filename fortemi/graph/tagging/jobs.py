@@ -36,10 +36,12 @@ from typing import Any, Final
 from uuid import UUID
 
 from fortemi.graph.events import note_graph_event
+from fortemi.graph.tagging.content_type import ContentTypes, FormatContentTypes
 from fortemi.graph.tagging.cpu import CpuTagger
 from fortemi.graph.tagging.generation import GenerationTagger
 from fortemi.graph.tagging.models import MAX_CONCEPTS, Found, TaggingSettings, carried, merged
 from fortemi.graph.tagging.related import RELATED_CONCEPT_INFERENCE
+from fortemi.graph.tagging.repository import TaggedRepository
 from fortemi.graph.vocabulary.models import MAX_LABEL_CHARS, ConceptProposal
 from fortemi.graph.vocabulary.service import VocabularyService
 from fortemi.inference import GenerationTier, InferenceBackend, InferenceError, outcome_for
@@ -62,6 +64,9 @@ CONCEPT_TAGGING: Final = "ConceptTagging"
 SOURCE: Final = "ai_auto"
 # (memory, note id) → the jobs to enqueue once a note's concepts were written.
 ConceptFollowups = Callable[[str, UUID], Sequence[JobSpec]]
+# Whether a note's tagging must wait (the documents feature's pending extractions): a
+# gated run ends as skipped (``deferred``); what held it back enqueues it again.
+TaggingGate = Callable[[Connection, UUID], Awaitable[bool]]
 _TIER_NAMES: Final = {Tier.CPU: "cpu", Tier.FAST_GPU: "fast", Tier.STANDARD_GPU: "standard"}
 
 
@@ -115,15 +120,20 @@ class _TaggingHandler:
         backend: InferenceBackend,
         settings: TaggingSettings,
         followups: ConceptFollowups | None = None,
+        content_types: ContentTypes | None = None,
+        gate: TaggingGate | None = None,
     ) -> None:
         self._db = db
+        self._gate = gate
         self._followups = followups
+        self._content_types = content_types or FormatContentTypes()
         self._vocabulary = vocabulary
         self._backend = backend
         self._settings = settings
         self._cpu = CpuTagger(backend, settings)
         self._generation = GenerationTagger(backend, max_input_chars=settings.max_input_chars)
         self._notes = NoteRepository()
+        self._tagged = TaggedRepository()
 
     async def __call__(self, context: HandlerContext) -> JobOutcome:
         job = context.job
@@ -135,8 +145,13 @@ class _TaggingHandler:
             return JobOutcome.failure("memory_required")
         async with self._db.memory_transaction(job.memory) as conn:
             note = await self._notes.get(conn, note_id)
+            deferred = (
+                note is not None and self._gate is not None and await self._gate(conn, note_id)
+            )
         if note is None or note.deleted_at is not None:
             return JobOutcome.success({"skipped": "note_gone"})
+        if deferred:
+            return JobOutcome.success({"skipped": "deferred"})
         tier = _TIER_NAMES[job.tier]
         _, prior = carried(job.payload)
         result: dict[str, Any] = {"tier": tier}
@@ -148,14 +163,15 @@ class _TaggingHandler:
         if not await self._write(context, job.memory, note, concepts):
             return JobOutcome.success({**result, "skipped": "superseded"})
         result.update(found=len(found), concepts=len(concepts))
-        return await self._next(context, job.memory, note_id, len(found), concepts, result)
+        return await self._next(context, job.memory, note, len(found), concepts, result)
 
     async def _propose(
         self, tier: Tier, memory: str, note: Note, prior: list[Found], result: dict[str, Any]
     ) -> list[Found]:
         labels = await self._vocabulary.label_index(memory)
         if tier is Tier.CPU:
-            return await self._cpu.propose(note.title, note.content, labels)
+            kind = await self._content_types.path_of(memory, note)
+            return await self._cpu.propose(note.title, note.content, labels, kind)
         if not self._backend.can_generate:
             return []  # configured away since the escalation: _next ends the chain
         level: GenerationTier = "fast" if tier is Tier.FAST_GPU else "standard"
@@ -201,13 +217,14 @@ class _TaggingHandler:
         self,
         context: HandlerContext,
         memory: str,
-        note_id: UUID,
+        note: Note,
         found: int,
         concepts: list[Found],
         result: dict[str, Any],
     ) -> JobOutcome:
         """Escalate when this tier found too little and a higher one exists; else finish
-        the chain and hand the note to related-concept inference."""
+        the chain: mark the note's version tagged (what the backfill sweep reads) and hand
+        the note to related-concept inference."""
         tier = context.job.tier
         below = {
             Tier.CPU: self._settings.cpu_escalate_below,
@@ -228,7 +245,9 @@ class _TaggingHandler:
                 )
         else:
             result["reason"] = "enough_concepts" if below is not None else "top_tier"
-        await context.enqueue(related_spec(memory, note_id))
+        async with self._db.memory_transaction(memory) as conn:
+            await self._tagged.mark(conn, note.id, note.version)
+        await context.enqueue(related_spec(memory, note.id))
         return JobOutcome.success(result)
 
 
@@ -249,8 +268,21 @@ def concept_tagging_type(
     settings: TaggingSettings | None = None,
     *,
     followups: ConceptFollowups | None = None,
+    content_types: ContentTypes | None = None,
+    gate: TaggingGate | None = None,
 ) -> JobType:
     """The ``ConceptTagging`` job type: starts on the cpu tier, escalates up (see above);
-    after each write of a note's concepts it enqueues ``followups(memory, note id)``."""
-    handler = _TaggingHandler(db, vocabulary, backend, settings or TaggingSettings(), followups)
+    after each write of a note's concepts it enqueues ``followups(memory, note id)``. The
+    cpu tier names the note's content type with ``content_types`` (default: the note's
+    declared format). ``gate`` defers a note's run while it says so (see
+    :data:`TaggingGate`)."""
+    handler = _TaggingHandler(
+        db,
+        vocabulary,
+        backend,
+        settings or TaggingSettings(),
+        followups,
+        content_types,
+        gate,
+    )
     return JobType(name=CONCEPT_TAGGING, tier=Tier.CPU, priority=3, handler=handler, max_attempts=5)

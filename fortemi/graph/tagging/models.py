@@ -33,7 +33,7 @@ MAX_PATH: Final = 5  # components of a path tag (the vocabulary's depth limit)
 @dataclass(frozen=True, slots=True)
 class Found:
     """A concept a tier proposes: its path of labels from the top, its dimension (None:
-    unknown, the CPU tier's new phrases), how sure the tier is (``confidence``) and how
+    not known), how sure the tier is (``confidence``) and how
     central the concept is to the note (``relevance``), both 0..1, and which tier."""
 
     path: tuple[str, ...]

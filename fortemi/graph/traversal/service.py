@@ -111,7 +111,8 @@ class TraversalService:
         concepts = self._concepts if communities and labels else None
         # One transaction on one connection for every read, the vocabulary's included:
         # each is one round trip, where a second connection cost a transaction of its own.
-        async with self._db.memory_transaction(memory) as conn:
+        # Read-only, and the answer does not wait for its COMMIT (Database.memory_read).
+        async with self._db.memory_read(memory) as conn:
             walk = await repository.walk(
                 conn,
                 start,

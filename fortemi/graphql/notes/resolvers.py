@@ -214,6 +214,8 @@ class NoteMutation:
         memory, current = await info.context.readable_note(parse_note_id(id))
         await info.context.authorize(Action.DELETE, _owner(memory, current))
         await info.context.services.notes.purge(memory, current.id, owner=_owned_by(current))
+        # Its attachments went with it; their blobs go unless another note uses them.
+        await info.context.services.attachments.sweep(memory)
         await info.context.notify(_changed("purged", memory, current, info.context.caller.sub))
         return True
 

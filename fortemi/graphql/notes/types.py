@@ -29,6 +29,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from fortemi.graphql.attachments import Attachment
     from fortemi.graphql.documents import DocumentDetection
     from fortemi.graphql.links import NoteLink
 
@@ -103,6 +104,16 @@ class Note(Node):
         memory = self.memory_name or await info.context.memory()
         found = await note_concepts_loader(info, memory).load(note_id)
         return [NoteConcept.from_model(c, memory) for c in found]
+
+    @strawberry.field(description="Files kept with the note, oldest first")
+    async def attachments(
+        self, info: Info
+    ) -> list[Annotated[Attachment, strawberry.lazy("fortemi.graphql.attachments")]]:
+        # Imported here: the attachments module's types are built beside their resolvers.
+        from fortemi.graphql.attachments import note_attachments
+
+        memory = self.memory_name or await info.context.memory()
+        return await note_attachments(info, memory, parse_note_id(self.id))
 
     @strawberry.field(
         description="What the note is as a document: from its vault path (filename "

@@ -3,13 +3,22 @@
 The service consults the registry to refuse unknown types at enqueue time and to fill in
 defaults; the runtime consults it to find a claimed job's handler. Registration happens at
 start-up, before any job is enqueued or claimed, so the registry needs no lock.
+
+A feature may also register start-up jobs (:meth:`JobRegistry.on_start`): work a worker
+enqueues each time it starts, such as a sweep for what earlier processes left undone.
+They must carry dedupe keys, since every worker that starts enqueues them.
 """
 
 from __future__ import annotations
 
-from fortemi.platform.jobs.models import JobType, Tier
+from collections.abc import Awaitable, Callable, Sequence
 
-__all__ = ["JobRegistry"]
+from fortemi.platform.jobs.models import JobSpec, JobType, Tier
+
+__all__ = ["JobRegistry", "StartupJobs"]
+
+StartupJobs = Callable[[], Awaitable[Sequence[JobSpec]]]
+"""What a worker enqueues when it starts (each spec with a dedupe key)."""
 
 
 class JobRegistry:
@@ -17,6 +26,7 @@ class JobRegistry:
 
     def __init__(self) -> None:
         self._types: dict[str, JobType] = {}
+        self._startup: list[StartupJobs] = []
 
     def register(self, job_type: JobType) -> None:
         """Add ``job_type``; ValueError if its name is taken or its defaults are invalid.
@@ -49,3 +59,16 @@ class JobRegistry:
     def names(self) -> list[str]:
         """Registered names, sorted."""
         return sorted(self._types)
+
+    def on_start(self, jobs: StartupJobs) -> None:
+        """Have every worker that starts enqueue what ``jobs()`` returns."""
+        self._startup.append(jobs)
+
+    async def startup_jobs(self) -> list[JobSpec]:
+        """The start-up jobs of every feature, in registration order; a spec without a
+        dedupe key is a ValueError (each worker's start would add another job)."""
+        specs = [spec for jobs in self._startup for spec in await jobs()]
+        for spec in specs:
+            if spec.dedupe_key is None:
+                raise ValueError(f"start-up job {spec.type!r} needs a dedupe key")
+        return specs

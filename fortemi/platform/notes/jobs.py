@@ -18,6 +18,7 @@ for good (``invalid_payload``, ``memory_required``): retrying cannot fix it.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 from uuid import UUID
 
@@ -41,8 +42,11 @@ def _note_ids(payload: dict[str, Any]) -> list[UUID] | None:
         return None
 
 
-def purge_note_type(notes: NoteService) -> JobType:
-    """The ``PurgeNote`` job type, purging through ``notes``."""
+def purge_note_type(
+    notes: NoteService, *, after: Callable[[str], Awaitable[object]] | None = None
+) -> JobType:
+    """The ``PurgeNote`` job type, purging through ``notes``; ``after(memory)`` runs once
+    a batch purged something (the composition root sweeps attachments' orphan blobs)."""
 
     async def purge(context: HandlerContext) -> JobOutcome:
         memory = context.job.memory
@@ -73,6 +77,8 @@ def purge_note_type(notes: NoteService) -> JobType:
             if percent != reported:
                 await context.report_progress(percent, f"{done} of {len(note_ids)} notes")
                 reported = percent
+        if purged and after is not None:
+            await after(memory)
         return JobOutcome.success({"purged": purged, "skipped_not_deleted": skipped})
 
     return JobType(name=PURGE_NOTE, tier=Tier.CPU, priority=5, handler=purge)

@@ -15,6 +15,7 @@ _ALLOWED = frozenset(
         "auth/audit/registry.py",  # the audit segment registry's repository
         "platform/database.py",  # the tenant choke point: transactions and search_path
         "platform/migrations.py",  # the migration runner and its bookkeeping table
+        "mcp/gateway.py",  # schema.execute: a GraphQL operation, not a SQL statement
         "retrieval/sets.py",  # the embedding_set repository (one module per table)
         "runtime.py",  # the readiness probe's SELECT 1
     }

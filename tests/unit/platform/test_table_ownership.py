@@ -71,7 +71,9 @@ OWNERS: Mapping[str, tuple[str, ...]] = {
         ),
         _LINK_GRAPH,
     ),
-    "document_type": ("documents",),
+    **dict.fromkeys(("document_type", "blob", "attachment", "attachment_chunk"), ("documents",)),
+    # Which note version the tagging chain last finished on (the backfill sweep reads it).
+    "note_tagged": ("graph/tagging",),
 }
 # Read by every feature: the notes are the platform's core domain (DESIGN.md: features
 # stand on platform), and a link, a chunk or a concept is always some note's.

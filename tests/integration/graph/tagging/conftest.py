@@ -12,6 +12,7 @@ from uuid import UUID, uuid4
 
 import pytest
 
+from fortemi.graph.tagging.content_type import ContentTypes
 from fortemi.graph.tagging.jobs import CONCEPT_TAGGING, concept_tagging_type
 from fortemi.graph.tagging.models import TaggingSettings
 from fortemi.graph.vocabulary import VocabularyService
@@ -111,11 +112,12 @@ async def run_handler(
     backend: InferenceBackend,
     job: Job,
     settings: TaggingSettings | None = None,
+    content_types: ContentTypes | None = None,
 ) -> Run:
     """Run the ``ConceptTagging`` handler for ``job`` outside a worker; escalation
     answers with a successor job one tier up (the executor's own escalation is tested
     end to end in test_chain)."""
-    job_type = concept_tagging_type(db, vocabulary, backend, settings)
+    job_type = concept_tagging_type(db, vocabulary, backend, settings, content_types=content_types)
     run = Run(JobOutcome.success())
 
     async def progress(percent: int, message: str | None) -> None:

@@ -174,14 +174,18 @@ async def test_a_new_note_runs_cpu_then_fast_then_standard_and_then_related_infe
     assert escalation["path"] == ["cpu", "fast_gpu"]
     assert escalation["origin"] == str(cpu.id)
     assert escalation["carried"]["tier"] == "fast"
-    assert [c["path"] for c in escalation["carried"]["concepts"]] == [["search", "rank fusion"]]
+    # The cpu tier's content type (the note's format) travels up with the fast tier's find.
+    assert [c["path"] for c in escalation["carried"]["concepts"]] == [
+        ["search", "rank fusion"],
+        ["text", "Markdown"],
+    ]
     assert standard.result is not None
-    assert (standard.result["reason"], standard.result["concepts"]) == ("top_tier", 6)
+    assert (standard.result["reason"], standard.result["concepts"]) == ("top_tier", 7)
 
     concepts = (await platform.vocabulary.note_concepts(memory, [note.id]))[note.id]
     assert {c.label for c in concepts} == {
         "rank fusion", "information retrieval", "hybrid search", "evaluation",
-        "enterprise search", "tutorial",
+        "enterprise search", "tutorial", "Markdown",
     }  # fmt: skip
     assert {c.source for c in concepts} == {"ai_auto"}
     # One note: every cross-dimension pair co-occurs on all notes (NPMI 1), seen once (x 1/2).
@@ -195,7 +199,7 @@ async def test_a_new_note_runs_cpu_then_fast_then_standard_and_then_related_infe
     assert current.version == 1
 
 
-async def test_without_a_generation_backend_the_chain_ends_on_the_cpu_tier(
+async def test_without_a_generation_backend_the_chain_ends_on_the_cpu_tier_and_relates_its_concepts(
     chain_db: Database, broker: RedisBroker, local_backend: LocalEmbeddingBackend, memory: str
 ) -> None:
     platform = _platform(chain_db, broker, local_backend)
@@ -212,10 +216,18 @@ async def test_without_a_generation_backend_the_chain_ends_on_the_cpu_tier(
     assert tagging.result is not None
     assert tagging.result["reason"] == "generation_unavailable"
     assert "escalatedTo" not in tagging.result
-    assert related.result is not None
-    assert related.result["skipped"] == "too_few_concepts"
     concepts = (await platform.vocabulary.note_concepts(memory, [note.id]))[note.id]
-    assert concepts
+    # Every cpu concept has a dimension, the note's format among them as its content type,
+    # so related-concept inference has pairs to weigh on a CPU-only install.
+    assert all(c.dimension is not None for c in concepts)
+    assert ("Markdown", "content_type") in {(c.label, c.dimension) for c in concepts}
+    assert len({c.dimension for c in concepts}) >= 2
+    assert related.result is not None
+    assert related.result["pairs"] > 0
+    assert related.result["related"] > 0
+    assert {r["created_by"] for r in await _related(chain_db, memory)} == {
+        "RelatedConceptInference"
+    }
 
 
 async def test_edits_while_a_tagging_job_waits_make_one_job(

@@ -8,7 +8,9 @@ import asyncpg
 import pytest
 from dramatiq.brokers.redis import RedisBroker
 
-from fortemi.platform.jobs.models import FailureClass, JobStatus, Tier
+from fortemi.platform.database import Database
+from fortemi.platform.jobs.models import FailureClass, JobSpec, JobStatus, Tier
+from fortemi.platform.jobs.registry import JobRegistry
 from fortemi.workers.broker import WakeReceiver
 from fortemi.workers.runtime import WorkerBootError
 from tests.integration.workers.runtime import jobtypes
@@ -102,3 +104,37 @@ async def test_failed_warm_up_stops_the_worker_from_starting_and_consuming(
     await pools.start()
     done = await jobs.reach(job.id, JobStatus.COMPLETED)
     assert done.attempts == 1
+
+
+async def test_start_up_jobs_are_enqueued_once_however_many_workers_start_and_then_run(
+    pools: Pools, runtime_db: Database
+) -> None:
+    def registry(db: Database) -> JobRegistry:
+        built = jobtypes.build_registry(db)
+
+        async def sweep() -> list[JobSpec]:
+            return [JobSpec(type=jobtypes.HEALTHY, dedupe_key="start-up sweep")]
+
+        built.on_start(sweep)
+        return built
+
+    async def statuses() -> list[str]:
+        async with runtime_db.connection() as conn:
+            rows = await conn.fetch(
+                "SELECT status FROM public.job WHERE dedupe_key = 'start-up sweep'"
+            )
+        return [row["status"] for row in rows]
+
+    # Two starts of a worker of a tier that does not run the job: it waits, enqueued once.
+    for _ in range(2):
+        await pools.stop(await pools.start(tiers=(Tier.FAST_GPU,), registry=registry))
+    assert await statuses() == ["pending"]
+
+    # A worker of its tier starts (its own start finds the job waiting) and runs it.
+    await pools.start(registry=registry)
+
+    async def completed() -> list[str] | None:
+        found = await statuses()
+        return found if found == ["completed"] else None
+
+    assert await eventually(completed, "the start-up job to complete once") == ["completed"]

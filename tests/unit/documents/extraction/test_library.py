@@ -12,7 +12,10 @@ from fortemi.documents.extraction.library import LibraryExtractor, default_adapt
 from fortemi.documents.models import Detection, Extraction
 from fortemi.documents.registry import system_index
 from fortemi.platform.settings import Settings
+from tests.support.documents import png_file
 from tests.unit.documents.extraction._helpers import extract
+
+PNG = png_file()
 
 
 class _Exploding:
@@ -93,3 +96,21 @@ def test_the_extractor_is_built_from_the_settings() -> None:
     )
 
     assert (found.status, found.text, found.preview) == (ExtractionStatus.DONE, "hello", "hello")
+
+
+def test_a_vision_model_without_an_ollama_host_says_what_is_missing() -> None:
+    extractor = LibraryExtractor.from_settings(Settings(vision_model="llava", ollama_host=None))
+
+    health = {h.adapter: h for h in extractor.health()}
+    found = extractor.extract(
+        PNG, filename="a.png", detection=detect(system_index(), "a.png", None, PNG),
+        limits=Limits(),
+    )  # fmt: skip
+
+    assert health["image"].healthy is False
+    assert "FORTEMI_VISION_MODEL names 'llava' but OLLAMA_HOST is unset" in health["image"].detail
+    assert found.status is ExtractionStatus.SKIPPED
+    assert found.reason == (
+        "vision_not_configured: FORTEMI_VISION_MODEL names 'llava' but OLLAMA_HOST is unset "
+        "to describe images"
+    )

@@ -152,3 +152,14 @@ def test_a_binary_data_format_without_a_reader_is_skipped() -> None:
     assert found.status is ExtractionStatus.SKIPPED
     assert found.reason is not None
     assert found.reason.startswith("unsupported_format: ")
+
+
+def test_a_structured_file_over_the_text_limit_is_cut_and_not_judged() -> None:
+    from fortemi.documents.extraction import Limits
+
+    found = extract(b'{"items": [' + b'"x", ' * 1000 + b'"y"]}', "big.json",
+                    limits=Limits(max_text_bytes=100))  # fmt: skip
+
+    assert found.status is ExtractionStatus.DONE
+    assert (found.metadata["truncated"], found.metadata["valid"]) == (True, None)
+    assert len(found.text.encode()) == 100

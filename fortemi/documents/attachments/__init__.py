@@ -1,0 +1,1 @@
+"""Files kept with notes: content-addressed blobs, attachment rows, their extraction."""
