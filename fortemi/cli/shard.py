@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import getpass
 import json
-import os
 import tempfile
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -83,7 +80,7 @@ def _export(args: argparse.Namespace) -> int:
         keyring = pke.keyring_folder(args)
         found = (pke.find_recipient(text, keyring) for text in args.encrypt_for)
         recipients = list({key.address: key for key in found}.values())
-    with _replaced_on_success(args.output) as sink:
+    with pke.replaced_on_success(args.output) as sink:
         if not recipients:
             manifest = _run(args, _export_async, sink)
         else:
@@ -226,16 +223,3 @@ def _blob_bytes(settings: Settings) -> Any:
     from fortemi.documents.shards import BlobBytes
 
     return BlobBytes(build_blob_store(settings), staging_dir(settings))
-
-
-@contextlib.contextmanager
-def _replaced_on_success(path: Path) -> Iterator[Any]:
-    """A file beside ``path`` that becomes ``path`` only when the export succeeded."""
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as file:
-            yield file
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from fortemi.crypto.header import Envelope
     from fortemi.crypto.keys import Keypair, PublicKey
 
-__all__ = ["add_commands", "find_recipient", "keyring_folder", "passphrase"]
+__all__ = ["add_commands", "find_recipient", "keyring_folder", "passphrase", "replaced_on_success"]
 
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 PASSPHRASE_ENV = "FORTEMI_PKE_PASSPHRASE"  # noqa: S105 - a variable's name, not a secret
@@ -181,7 +181,7 @@ def _keyring(args: argparse.Namespace) -> Path:
 
 
 @contextlib.contextmanager
-def _replaced_on_success(path: Path) -> Iterator[IO[bytes]]:
+def replaced_on_success(path: Path) -> Iterator[IO[bytes]]:
     """A temporary file beside ``path`` (mode 0600) that becomes ``path`` only on success,
     so a failure never leaves a partial file, nor plaintext of a file that failed later."""
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
@@ -252,7 +252,7 @@ def _encrypt(args: argparse.Namespace) -> int:
     keyring = _keyring(args)
     # A recipient named twice (by address and by file) gets one entry.
     unique = list({key.address: key for key in (_recipient(t, keyring) for t in args.to)}.values())
-    with args.file.open("rb") as source, _replaced_on_success(args.output) as sink:
+    with args.file.open("rb") as source, replaced_on_success(args.output) as sink:
         seal_stream(source, sink, unique, filename=args.file.name)
     for key in unique:
         print(f"encrypted for {key.address}")
@@ -269,7 +269,7 @@ def _decrypt(args: argparse.Namespace) -> int:
         envelope = read_envelope(source)
         opener = Opener(envelope, keypair)
         output = args.output if args.output is not None else _default_output(envelope)
-        with _replaced_on_success(output) as sink:
+        with replaced_on_success(output) as sink:
             while block := source.read(1024 * 1024):
                 sink.write(opener.update(block))
             sink.write(opener.finalize())
