@@ -10,14 +10,11 @@ so a private key file given by mistake never leaves the machine.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from typing import Any
 
-import httpx
-
 from fortemi.crypto.keys import parse_public_key
-from fortemi.platform.errors import FortemiError, Unavailable
+from fortemi.platform.api_client import ApiClient
 
 __all__ = ["PUBLISH", "publish", "run_publish"]
 
@@ -30,28 +27,16 @@ def publish(
 ) -> dict[str, Any]:
     """Publish ``key_file`` (a ``.pub`` file's text); the key's address and label.
 
-    Raises :class:`Unavailable` when the server cannot be reached, :class:`FortemiError`
-    with the server's message and code when it refuses."""
-    endpoint = url.rstrip("/") + "/graphql"
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    body = {"query": PUBLISH, "variables": {"k": key_file, "l": label}}
+    Raises :class:`~fortemi.platform.errors.Unavailable` when the server cannot be
+    reached, :class:`~fortemi.platform.errors.FortemiError` with the server's message and
+    code when it refuses."""
+    client = ApiClient(url, token, None, timeout=timeout)
     try:
-        response = httpx.post(endpoint, json=body, headers=headers, timeout=timeout)
-        answer = response.json()
-    except httpx.HTTPError as exc:
-        raise Unavailable(f"cannot reach {endpoint}: {exc} (set FORTEMI_URL)") from exc
-    except json.JSONDecodeError:
-        raise Unavailable(f"{endpoint} answered HTTP {response.status_code}") from None
-    errors = answer.get("errors") if isinstance(answer, dict) else None
-    if errors:
-        first = errors[0]
-        extensions = first.get("extensions") or {}
-        detail = ", ".join(str(extensions[k]) for k in ("code", "reason") if extensions.get(k))
-        message = str(first.get("message")) + (f" ({detail})" if detail else "")
-        if extensions.get("code") == "UNAUTHENTICATED":
-            message += "; set FORTEMI_TOKEN (`fortemi token` mints one)"
-        raise FortemiError(message)
-    published: dict[str, Any] = answer["data"]["publishPublicKey"]
+        published: dict[str, Any] = client.request(
+            PUBLISH, {"k": key_file, "l": label}, "publishPublicKey"
+        )
+    finally:
+        client.close()
     return published
 
 

@@ -8,15 +8,13 @@ others still go; the command's exit status says whether any failed.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-import httpx
-
+from fortemi.platform.api_client import ApiClient
 from fortemi.platform.errors import FortemiError, Unavailable
 
 __all__ = ["AttachmentClient", "Outcome", "files_under", "progress_bar", "send_all"]
@@ -38,42 +36,11 @@ class Outcome:
     failed: list[tuple[Path, str]] = field(default_factory=list)
 
 
-class AttachmentClient:
+class AttachmentClient(ApiClient):
     """Multipart uploads to ``url``/graphql with the token and memory headers."""
 
     def __init__(self, url: str, token: str | None, memory: str | None, *, timeout: float = 600):
-        headers = {}
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        if memory:
-            headers["X-Fortemi-Memory"] = memory
-        self._url = url.rstrip("/") + "/graphql"
-        self._http = httpx.Client(headers=headers, timeout=timeout)
-
-    def close(self) -> None:
-        self._http.close()
-
-    def upload(self, query: str, variables: dict[str, Any], path: Path, field: str) -> Any:
-        operations = {"query": query, "variables": {**variables, "file": None}}
-        form = {"operations": json.dumps(operations), "map": json.dumps({"0": ["variables.file"]})}
-        try:
-            with path.open("rb") as handle:
-                response = self._http.post(self._url, data=form, files={"0": (path.name, handle)})
-        except httpx.HTTPError as exc:
-            raise Unavailable(f"cannot reach {self._url}: {exc} (set FORTEMI_URL)") from exc
-        try:
-            body = response.json()
-        except json.JSONDecodeError:
-            raise Unavailable(f"{self._url} answered HTTP {response.status_code}") from None
-        errors = body.get("errors") if isinstance(body, dict) else None
-        if errors:
-            first = errors[0]
-            code = (first.get("extensions") or {}).get("code")
-            message = f"{first.get('message')} ({code})" if code else str(first.get("message"))
-            if code == "UNAUTHENTICATED":
-                message += "; set FORTEMI_TOKEN (`fortemi token` mints one)"
-            raise FortemiError(message)
-        return body["data"][field]
+        super().__init__(url, token, memory, timeout=timeout)
 
 
 def files_under(paths: Iterable[Path]) -> Iterator[Path]:

@@ -19,7 +19,6 @@ went away is pruned by a batch covering only the range it left.
 from __future__ import annotations
 
 import base64
-import json
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -27,9 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-import httpx
-
-from fortemi.platform.errors import BadUserInput, FortemiError, Unavailable
+from fortemi.platform.api_client import ApiClient
+from fortemi.platform.errors import BadUserInput
 from fortemi.wiki.vaults.files import (
     ACCESS_FILE,
     DENDRON,
@@ -146,47 +144,13 @@ class Summary:
         return out
 
 
-class VaultClient:
+class VaultClient(ApiClient):
     """``syncVaultFiles`` over HTTP; errors become :class:`FortemiError` with the server's
     message, so the command prints one line, never a traceback."""
 
-    def __init__(self, url: str, token: str | None, memory: str | None, *, timeout: float = 120):
-        headers = {"Content-Type": "application/json"}
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        if memory:
-            headers["X-Fortemi-Memory"] = memory
-        self._url = url.rstrip("/") + "/graphql"
-        self._http = httpx.Client(headers=headers, timeout=timeout)
-
-    def close(self) -> None:
-        self._http.close()
-
     def sync(self, input: dict[str, Any]) -> dict[str, Any]:
-        return self.request(_MUTATION, {"i": input}, "syncVaultFiles")
-
-    def request(self, query: str, variables: dict[str, Any], field: str) -> dict[str, Any]:
-        """``field`` of the data of ``query`` (any operation of the API, such as ``ask``)."""
-        try:
-            response = self._http.post(self._url, json={"query": query, "variables": variables})
-        except httpx.HTTPError as exc:
-            raise Unavailable(f"cannot reach {self._url}: {exc} (set FORTEMI_URL)") from exc
-        try:
-            body = response.json()
-        except json.JSONDecodeError:
-            raise Unavailable(
-                f"{self._url} answered HTTP {response.status_code}, not GraphQL"
-            ) from None
-        errors = body.get("errors") if isinstance(body, dict) else None
-        if errors:
-            first = errors[0]
-            code = (first.get("extensions") or {}).get("code")
-            message = f"{first.get('message')} ({code})" if code else str(first.get("message"))
-            if code == "UNAUTHENTICATED" or response.status_code == httpx.codes.UNAUTHORIZED:
-                message += "; set FORTEMI_TOKEN (`fortemi token` mints one)"
-            raise FortemiError(message)
-        payload: dict[str, Any] = body["data"][field]
-        return payload
+        synced: dict[str, Any] = self.request(_MUTATION, {"i": input}, "syncVaultFiles")
+        return synced
 
 
 @dataclass(frozen=True, slots=True)
