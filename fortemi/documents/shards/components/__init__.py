@@ -60,6 +60,7 @@ COMPONENTS: tuple[Component, ...] = (
 DERIVED: dict[str, str] = {
     "lex_posting": "lexical postings, rebuilt by the note triggers",
     "lex_doc": "lexical document lengths, rebuilt by the note triggers",
+    "lex_gone": "lexical tombstones for in-process segments, written by the lex_doc trigger",
 }
 
 _TABLES = {table.name: table for component in COMPONENTS for table in component.tables}
