@@ -156,17 +156,20 @@ def rank(
     read = total = 0
     for lexeme, qtf in terms:
         held = segment.terms.get(lexeme)
-        kept = None if held is None else ~stale[held.notes]
+        # Nothing changed since the build (the usual case): every posting held counts.
+        kept = None if held is None or not known else ~stale[held.notes]
         fresh = delta.postings.get(lexeme, ())
-        df = (0 if kept is None else int(kept.sum())) + len(fresh)
+        mine = 0 if held is None else len(held.notes) if kept is None else int(kept.sum())
+        df = mine + len(fresh)
         if df == 0:
             continue
         total += df
         # The exhaustive statement's expressions, in its order of operations.
         weight = qtf * math.log(1 + (float(docs) - df + 0.5) / (df + 0.5))
         weights.append((lexeme, weight))
-        if held is not None and kept is not None:
-            at, tf = held.notes[kept], held.tfs[kept].astype(np.float64)
+        if held is not None and mine:
+            at, tf = (held.notes, held.tfs) if kept is None else (held.notes[kept], held.tfs[kept])
+            tf = tf.astype(np.float64)
             dl = segment.lengths[at]
             notes.append(at)
             parts.append(weight * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)))
