@@ -4,7 +4,8 @@ changed since, read in the query's snapshot; never read when it could be wrong."
 from __future__ import annotations
 
 import asyncio
-from uuid import UUID
+from datetime import timedelta
+from uuid import UUID, uuid4
 
 import pytest
 
@@ -17,7 +18,7 @@ from fortemi.retrieval.lexical import LexicalLeg, LexicalPath, LexicalTrace
 from fortemi.retrieval.query import parse_query
 from fortemi.retrieval.repository import RetrievalRepository
 from fortemi.retrieval.search import Scope, SearchMode, SearchRequest, SearchService
-from fortemi.retrieval.segments import Segments
+from fortemi.retrieval.segments import TOMBSTONE_RETENTION, Segments
 
 Ranked = list[tuple[UUID, float]]
 
@@ -233,3 +234,25 @@ async def test_every_removal_from_the_index_leaves_a_tombstone(db: Database, mem
         )
     assert sorted(map(str, gone)) == sorted(map(str, [a, b, c]))
     assert fresh == 0  # every write before this transaction is older than its snapshot
+
+
+async def test_a_build_forgets_tombstones_older_than_any_readable_segment(
+    db: Database, memory: str
+) -> None:
+    old, recent = uuid4(), uuid4()
+    async with db.memory_transaction(memory) as conn:
+        await conn.execute(
+            "INSERT INTO lex_gone (note_id, at) VALUES ($1, clock_timestamp() - $3::interval),"
+            " ($2, clock_timestamp())",
+            old,
+            recent,
+            TOMBSTONE_RETENTION + timedelta(minutes=1),
+        )
+    segments = Segments(db, budget=1_000_000)
+    try:
+        assert await segments.ready(memory) is not None
+    finally:
+        await segments.close()
+    async with db.memory_transaction(memory) as conn:
+        kept = [row["note_id"] for row in await conn.fetch("SELECT note_id FROM lex_gone")]
+    assert kept == [recent]
