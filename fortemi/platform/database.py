@@ -291,15 +291,9 @@ class Database:
         the Conflict a concurrent transaction causes; without it the Conflict names no
         resource.
         """
-        schema = memory_schema(memory)
-        begin = "BEGIN" if isolation is None else f"BEGIN ISOLATION LEVEL {_isolation(isolation)}"
-        statements = [begin, f"SET LOCAL search_path TO {schema}, public"]
-        for name, value in (local or {}).items():
-            if not _SETTING_NAME.fullmatch(name) or type(value) is not int:
-                raise ValueError(f"not a setting this transaction can take: {name}={value!r}")
-            statements.append(f"SET LOCAL {name} = {value}")
+        begin = _begin(memory_schema(memory), isolation, local, read_only=False)
         async with self._acquire(scoped=True) as conn:
-            await conn.execute("; ".join(statements))
+            await conn.execute(begin)
             try:
                 yield conn
             except asyncpg.UndefinedTableError as exc:
@@ -319,9 +313,15 @@ class Database:
                 await conn.execute("COMMIT")
 
     @asynccontextmanager
-    async def memory_read(self, memory: str) -> AsyncIterator[asyncpg.Connection]:
+    async def memory_read(
+        self,
+        memory: str,
+        *,
+        isolation: str | None = None,
+        local: Mapping[str, int] | None = None,
+    ) -> AsyncIterator[asyncpg.Connection]:
         """:meth:`memory_transaction` for reads that answer a caller: ``READ ONLY``, and its
-        end is not waited for.
+        end is not waited for (``isolation`` and ``local`` as there).
 
         The transaction starts as the choke point starts every one (``search_path`` set
         local to the memory's schema, in the same round trip as ``BEGIN``) but read-only,
@@ -332,7 +332,7 @@ class Database:
         transaction or with the memory's path. :meth:`close` waits for such tasks. An
         error inside the block rolls back before it propagates, as in
         :meth:`memory_transaction`."""
-        schema = memory_schema(memory)
+        begin = _begin(memory_schema(memory), isolation, local, read_only=True)
         try:
             proxy = await self._pool.acquire()
         except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
@@ -346,7 +346,7 @@ class Database:
         ending = False
         try:
             try:
-                await conn.execute(f"BEGIN READ ONLY; SET LOCAL search_path TO {schema}, public")
+                await conn.execute(begin)
                 yield conn
             except asyncpg.UndefinedTableError as exc:
                 await conn.execute("ROLLBACK")
@@ -401,6 +401,23 @@ async def _schema_exists(conn: Connection, memory: str) -> bool:
         "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", SCHEMA_PREFIX + memory
     )
     return bool(found)
+
+
+def _begin(
+    schema: str, isolation: str | None, local: Mapping[str, int] | None, *, read_only: bool
+) -> str:
+    """BEGIN and the transaction's SET LOCALs, for one round trip: ``schema`` is validated
+    and quoted by :func:`memory_schema`, setting names are checked and values integers, so
+    nothing a caller sends is spliced in unchecked."""
+    modes = ([f"ISOLATION LEVEL {_isolation(isolation)}"] if isolation else []) + (
+        ["READ ONLY"] if read_only else []
+    )
+    statements = [" ".join(["BEGIN", *modes]), f"SET LOCAL search_path TO {schema}, public"]
+    for name, value in (local or {}).items():
+        if not _SETTING_NAME.fullmatch(name) or type(value) is not int:
+            raise ValueError(f"not a setting this transaction can take: {name}={value!r}")
+        statements.append(f"SET LOCAL {name} = {value}")
+    return "; ".join(statements)
 
 
 def _isolation(level: str) -> str:

@@ -134,9 +134,10 @@ class SearchService:
             for scope in scopes:
                 ef = self._semantic.starting_ef(scope.memory, run.asked_ef, run.chunks)
                 local = None if run.embedding is None else {"hnsw.ef_search": ef}
-                # One snapshot for every statement of the legs (the pruned lexical path runs
-                # several); a read-only REPEATABLE READ transaction never fails to serialize.
-                async with self._db.memory_transaction(
+                # One snapshot for every statement of the legs (the lexical paths run
+                # several); a read-only REPEATABLE READ transaction never fails to serialize,
+                # and its COMMIT, which can change nothing, is not waited for.
+                async with self._db.memory_read(
                     scope.memory, isolation="repeatable_read", local=local
                 ) as conn:
                     await self._rank(conn, scope, run, ef)
@@ -264,13 +265,9 @@ class SearchService:
             notes.update({(memory, note_id): note for note_id, note in found.items()})
             chunks.update({(memory, note_id): text for note_id, text in texts.items()})
         return [
-            replace(
-                hit,
-                note=notes[(hit.memory, hit.note_id)],
-                chunk=hit.chunk if hit.chunk is not None else chunks.get((hit.memory, hit.note_id)),
-            )
+            hit.completed(notes[key], hit.chunk if hit.chunk is not None else chunks.get(key))
             for hit in hits
-            if (hit.memory, hit.note_id) in notes
+            if (key := (hit.memory, hit.note_id)) in notes
         ]
 
     async def _notes_and_chunks(
