@@ -22,9 +22,10 @@ Key = tuple[str, UUID]
 
 @dataclass
 class Candidates:
-    """One leg's candidates across memories: (memory, note) → (score, chunk text)."""
+    """One leg's candidates across memories: (memory, note) → (score, best chunk's id:
+    the semantic leg's; None for the lexical leg's)."""
 
-    found: dict[Key, tuple[float, str | None]] = field(default_factory=dict)
+    found: dict[Key, tuple[float, int | None]] = field(default_factory=dict)
 
     def ranked(self) -> Ranked[Key]:
         order = sorted(
@@ -69,11 +70,12 @@ def fuse(
                 memory=key[0],
                 note_id=key[1],
                 score=score,
-                chunk=sem[1] if sem else None,
+                chunk=None,
                 lexical_rank=lexical_rank.get(key),
                 lexical_score=lex[0] if lex else None,
                 semantic_rank=semantic_rank.get(key),
                 semantic_score=sem[0] if sem else None,
+                chunk_id=sem[1] if sem else None,
             )
         )
     return hits, fusion

@@ -79,6 +79,7 @@ class Hit:
     semantic_rank: int | None
     semantic_score: float | None
     note: Note | None = None  # filled before the outcome is returned
+    chunk_id: int | None = None  # the semantic leg's best chunk, whose text ``chunk`` is
 
     def completed(self, note: Note, chunk: str | None) -> Hit:
         """This hit with its note and chunk (``dataclasses.replace`` cost more than the
@@ -93,6 +94,7 @@ class Hit:
             self.semantic_rank,
             self.semantic_score,
             note,
+            self.chunk_id,
         )
 
 

@@ -113,12 +113,12 @@ class ChunkRow:
 
 @dataclass(frozen=True, slots=True)
 class SemanticRow:
-    """A note found by the semantic leg: its best chunk's cosine distance and text, and
-    how many chunks the index offered (None for an exact read)."""
+    """A note found by the semantic leg: its best chunk's cosine distance and id, and how
+    many chunks the index offered (None for an exact read)."""
 
     note_id: UUID
     distance: float
-    text: str | None
+    chunk_id: int
     offered: int | None
 
 
@@ -217,8 +217,7 @@ class RetrievalRepository:
                 SELECT DISTINCT ON (note_id) note_id, chunk_id, d
                 FROM nearest ORDER BY note_id, d, chunk_id
             )
-            SELECT best.note_id, best.d, (SELECT count(*) FROM nearest) AS offered,
-                   (SELECT text FROM chunk WHERE chunk.id = best.chunk_id) AS text
+            SELECT best.note_id, best.d, best.chunk_id, (SELECT count(*) FROM nearest) AS offered
             FROM best JOIN note ON note.id = best.note_id
             WHERE {where.sql()}
             ORDER BY best.d, best.note_id
@@ -226,7 +225,7 @@ class RetrievalRepository:
             """,  # noqa: S608 - the set's id and checked dimension, row counts; values are parameters
             *where.args,
         )
-        return [SemanticRow(r["note_id"], float(r["d"]), r["text"], r["offered"]) for r in rows]
+        return [SemanticRow(r["note_id"], float(r["d"]), r["chunk_id"], r["offered"]) for r in rows]
 
     async def exact(
         self, conn: Connection, chosen: EmbeddingSet, where: Where, fetch: int
@@ -235,8 +234,7 @@ class RetrievalRepository:
         expression the index does not serve)."""
         rows = await conn.fetch(
             f"""
-            SELECT best.note_id, best.d,
-                   (SELECT text FROM chunk WHERE chunk.id = best.chunk_id) AS text
+            SELECT best.note_id, best.d, best.chunk_id
             FROM (
                 SELECT DISTINCT ON (e.note_id) e.note_id, e.chunk_id,
                        (e.embedding::{chosen.cast} <=> $1::{chosen.cast}) + 0 AS d
@@ -249,7 +247,7 @@ class RetrievalRepository:
             """,  # noqa: S608 - the set's id and row count are ours; values are parameters
             *where.args,
         )
-        return [SemanticRow(r["note_id"], float(r["d"]), r["text"], None) for r in rows]
+        return [SemanticRow(r["note_id"], float(r["d"]), r["chunk_id"], None) for r in rows]
 
     async def has_embeddings(self, conn: Connection, chosen: EmbeddingSet) -> bool:
         return bool(
@@ -343,6 +341,13 @@ class RetrievalRepository:
         columns = {name: [getattr(p, name) for p in pieces] for name in _PIECE_COLUMNS}
         args = _INSERT_CHUNKS.args(columns, note_id=note_id, content_hash=content_hash)
         return [row["id"] for row in await conn.fetch(_INSERT_CHUNKS.sql, *args)]
+
+    async def chunk_texts(self, conn: Connection, chunk_ids: Sequence[int]) -> dict[int, str]:
+        """The text of each chunk named (a chunk replaced since is absent)."""
+        rows = await conn.fetch(
+            "SELECT id, text FROM chunk WHERE id = ANY($1::bigint[])", list(chunk_ids)
+        )
+        return {row["id"]: row["text"] for row in rows}
 
     async def best_chunks(
         self, conn: Connection, note_ids: Sequence[UUID], text: str

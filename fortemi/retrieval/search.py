@@ -223,8 +223,8 @@ class SearchService:
         found = await self._semantic.rank(conn, memory, ask, run.used_ef)
         if found is None:
             run.unembedded.append(memory)
-        for note_id, similarity, chunk in found or ():
-            run.semantic.found[(memory, note_id)] = (similarity, chunk)
+        for note_id, similarity, chunk_id in found or ():
+            run.semantic.found[(memory, note_id)] = (similarity, chunk_id)
 
     async def index_status(self, memory: str) -> IndexStatus:
         """How much of ``memory`` is searchable: notes, chunks, chunks embedded with the
@@ -265,7 +265,7 @@ class SearchService:
             notes.update({(memory, note_id): note for note_id, note in found.items()})
             chunks.update({(memory, note_id): text for note_id, text in texts.items()})
         return [
-            hit.completed(notes[key], hit.chunk if hit.chunk is not None else chunks.get(key))
+            hit.completed(notes[key], chunks.get(key))
             for hit in hits
             if (key := (hit.memory, hit.note_id)) in notes
         ]
@@ -273,11 +273,18 @@ class SearchService:
     async def _notes_and_chunks(
         self, conn: Connection, hits: list[Hit], query: ParsedQuery, chunks: bool
     ) -> tuple[dict[UUID, Note], dict[UUID, str]]:
+        """The hits' notes, and with ``chunks`` each hit's chunk text: the semantic leg's
+        best chunk, else the chunk that best matches the query words."""
         notes = await self._notes.get_many(conn, [hit.note_id for hit in hits])
-        missing = [hit.note_id for hit in hits if hit.chunk is None] if chunks else []
-        if not missing or not query.text.strip():
+        if not chunks:
             return notes, {}
-        return notes, await self._repository.best_chunks(conn, missing, query.text)
+        found = {hit.note_id: hit.chunk_id for hit in hits if hit.chunk_id is not None}
+        texts = await self._repository.chunk_texts(conn, list(found.values())) if found else {}
+        chosen = {note_id: texts[c] for note_id, c in found.items() if c in texts}
+        missing = [hit.note_id for hit in hits if hit.note_id not in chosen]
+        if missing and query.text.strip():
+            chosen |= await self._repository.best_chunks(conn, missing, query.text)
+        return notes, chosen
 
 
 def _explain(traces: Sequence[LexicalTrace]) -> LexicalExplain | None:

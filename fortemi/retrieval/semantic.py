@@ -115,8 +115,8 @@ class SemanticLeg:
 
     async def rank(
         self, conn: Connection, memory: str, ask: SemanticAsk, used_ef: list[int]
-    ) -> list[tuple[UUID, float, str]] | None:
-        """Up to ``fetch`` notes, best first: (note, cosine similarity, best chunk's text).
+    ) -> list[tuple[UUID, float, int]] | None:
+        """Up to ``fetch`` notes, best first: (note, cosine similarity, best chunk's id).
         None when the memory has no embeddings of this model yet. The ``hnsw.ef_search``
         it ran with goes to ``used_ef``.
 
@@ -143,7 +143,7 @@ class SemanticLeg:
                     (memory, set_name(model.model, model.dimension, model.composition)), None
                 )
                 return None
-        return [(row.note_id, 1.0 - row.distance, row.text or "") for row in rows]
+        return [(row.note_id, 1.0 - row.distance, row.chunk_id) for row in rows]
 
     async def embedded_chunks(self, conn: Connection, model: SemanticModel) -> int:
         """How many chunks of the memory in ``conn``'s transaction ``model`` embedded."""
