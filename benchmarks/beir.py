@@ -557,7 +557,11 @@ async def _run(
         (
             "server",
             f"uvicorn, 1 worker in a subprocess, loop {args.loop}, http {args.http}; "
-            f"`fortemi worker` subprocess, all tiers, {args.worker_threads} threads",
+            + (
+                "no job worker (--lexical-only)"
+                if args.lexical_only
+                else f"`fortemi worker` subprocess, all tiers, {args.worker_threads} threads"
+            ),
         ),
         ("client", f"{describe('raw')}, 1 keep-alive connection, sequential, loop {loop_name}"),
         (
