@@ -1,7 +1,12 @@
 """The statements of the lexical segment: the whole index as of one snapshot (to build a
 segment), and per query the query's terms with what changed since a segment's snapshot.
 Each runs in the caller's memory transaction, REPEATABLE READ, so a build reads one
-snapshot and a query's delta is read in the query's own snapshot."""
+snapshot and a query's delta is read in the query's own snapshot.
+
+The delta is complete only because the lexical index changes row by row through the
+note triggers (migration 0014 stamps each ``lex_doc`` row and tombstones each removal):
+a migration that rewrote ``lex_doc`` by TRUNCATE, which leaves no tombstones, must
+recreate the table instead, whose new oid every segment checks."""
 
 from __future__ import annotations
 
