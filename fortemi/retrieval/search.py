@@ -317,6 +317,10 @@ def _note_filter(given: SearchFilter) -> NoteFilter:
 
 
 def _with_scope(note_filter: NoteFilter, visibility: NoteVisibility | None) -> NoteFilter:
+    """``note_filter`` limited to what the caller may read; a caller who may read every
+    note gets no condition, so the lexical leg ranks without looking notes up."""
+    if visibility is not None and visibility.everything:
+        visibility = None
     return replace(note_filter, visibility=visibility)
 
 

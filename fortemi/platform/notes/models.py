@@ -137,6 +137,11 @@ class NameSet:
     def contains(self, name: str) -> bool:
         return (name in self.names) == self.only
 
+    @property
+    def everything(self) -> bool:
+        """Whether every name is in it (all but none)."""
+        return not self.only and not self.names
+
 
 @dataclass(frozen=True, slots=True)
 class NoteVisibility:
@@ -151,6 +156,11 @@ class NoteVisibility:
     memory_notes: bool
     projects: NameSet
     skills: NameSet
+
+    @property
+    def everything(self) -> bool:
+        """Whether every note is visible: a filter on it would keep every note."""
+        return self.memory_notes and self.projects.everything and self.skills.everything
 
     def allows(self, project: str | None, skill: str | None) -> bool:
         if skill is not None:
