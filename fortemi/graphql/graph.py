@@ -11,7 +11,7 @@ commits while the walk runs, and the answer waits for it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from enum import Enum
 from typing import Annotated, cast
@@ -139,13 +139,21 @@ def _nodes(nodes: model.NodeColumns, gids: list[str]) -> Columns[GraphNode]:
     )
 
 
-def _edges(edges: model.EdgeColumns, gids: dict[UUID, str]) -> Columns[GraphEdge]:
+def _edges(edges: model.EdgeColumns, ids: Sequence[UUID], gids: list[str]) -> Columns[GraphEdge]:
     types = _EDGE_TYPES
+    if edges.source_at is not None and edges.target_at is not None:
+        # Each end's index among the nodes: list indexing, no UUID hashed.
+        sources = list(map(gids.__getitem__, edges.source_at))
+        targets = list(map(gids.__getitem__, edges.target_at))
+    else:
+        by_id = dict(zip(ids, gids, strict=True))
+        sources = list(map(by_id.__getitem__, edges.source))
+        targets = list(map(by_id.__getitem__, edges.target))
     return Columns(
         GraphEdge,
         {
-            "source": list(map(gids.__getitem__, edges.source)),
-            "target": list(map(gids.__getitem__, edges.target)),
+            "source": sources,
+            "target": targets,
             "edge_type": [types[kind] for kind in edges.kind],
             "score": edges.score,
             "rank": edges.rank,
@@ -265,10 +273,9 @@ class GraphQuery:
         # per node or edge (the ordinary path, if it must answer, builds them).
         ids = found.nodes.id
         node_gids = to_global_ids("Note", ids)
-        gids = dict(zip(ids, node_gids, strict=True))
         return NoteGraph(
             graph_version=found.version,
             nodes=cast(list[GraphNode], _nodes(found.nodes, node_gids)),
-            edges=cast(list[GraphEdge], _edges(found.edges, gids)),
+            edges=cast(list[GraphEdge], _edges(found.edges, ids, node_gids)),
             meta=_meta(found.meta),
         )

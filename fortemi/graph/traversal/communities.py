@@ -22,7 +22,7 @@ never waits for maintenance.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 from uuid import UUID
 
@@ -59,11 +59,16 @@ def partition(node_ids: Sequence[UUID], edges: EdgeColumns) -> tuple[list[int], 
     confidences are the same floats as any loop over the pairs gives. (numpy paid more in
     per-call overhead, ~15 array operations on arrays this small, than it saved.)"""
     n = len(node_ids)
-    index = dict(zip(node_ids, range(n), strict=True))
+    sources: Iterable[int]
+    targets: Iterable[int]
+    if edges.source_at is not None and edges.target_at is not None:
+        sources, targets = edges.source_at, edges.target_at
+    else:
+        index = dict(zip(node_ids, range(n), strict=True))
+        sources = map(index.__getitem__, edges.source)
+        targets = map(index.__getitem__, edges.target)
     strongest: dict[tuple[int, int], float] = {}
     get = strongest.get
-    sources = map(index.__getitem__, edges.source)
-    targets = map(index.__getitem__, edges.target)
     for a, b, score in zip(sources, targets, edges.score, strict=True):
         pair = (a, b) if a < b else (b, a)
         known = get(pair)
@@ -131,7 +136,7 @@ async def assign_communities(
     if labels and concepts is not None and len(nodes):
         if carried is None:
             carried = await concepts.concept_ids(memory, list(nodes.id), conn=conn)
-        winners = _winners(dict(zip(nodes.id, groups, strict=True)), carried)
+        winners = _winners(dict(zip(nodes.id, groups, strict=True)), carried) if carried else {}
         if winners:
             if known_labels is not None:
                 found: Mapping[UUID, str] = known_labels

@@ -350,7 +350,8 @@ class WalkResult:
     cut: bool  # maxNodes stopped the walk
     reached: int  # the depth of the last level the walk expanded to
     cut_edges: int  # edges from the frontier into the nodes left out at the cut
-    # With concepts: each returned node's concept ids, and those concepts' labels.
+    # With concepts: the concept ids of each returned node that carries any, and those
+    # concepts' labels.
     concepts: dict[UUID, frozenset[UUID]] | None = None
     labels: dict[UUID, str] | None = None
 
@@ -431,6 +432,13 @@ class TraversalRepository:
         reached, found, cut, cut_edges, ids, titles, depths, archived, created, updated = row[:10]
         edges = row[10:19] if row[10] is not None else ([],) * 9
         sources, targets, kinds, scores, ranks, set_ids, models, computed, bidirectional = edges
+        # Each end's index among the nodes, found once here for all who need it (the
+        # communities, the response's global ids): a UUID's hash is computed anew at every
+        # lookup. (Read in SQL, it made the planner, which cannot size an unnested array,
+        # pick a nested loop over the nodes.)
+        index = dict(zip(ids, range(len(ids)), strict=True))
+        sources_at = list(map(index.__getitem__, sources))
+        targets_at = list(map(index.__getitem__, targets))
         unset = (None,) * len(ids)
         carried: dict[UUID, frozenset[UUID]] | None = None
         labels: dict[UUID, str] | None = None
@@ -439,7 +447,8 @@ class TraversalRepository:
             grouped: dict[UUID, set[UUID]] = {}
             for note, concept in zip(notes, concept_ids, strict=True):
                 grouped.setdefault(note, set()).add(concept)
-            carried = {note: frozenset(grouped.get(note, ())) for note in ids}
+            # Only the notes that carry a concept: the others count for no label.
+            carried = {note: frozenset(concepts) for note, concepts in grouped.items()}
             labels = dict(zip(label_ids, label_texts, strict=True))
         return WalkResult(
             nodes=NodeColumns(
@@ -463,6 +472,8 @@ class TraversalRepository:
                 model=models,
                 computed_at=IsoTimes(computed),
                 bidirectional=bidirectional,
+                source_at=sources_at,
+                target_at=targets_at,
             ),
             found=found,
             cut=cut,
