@@ -1,7 +1,8 @@
 """Retrieval quality on a BEIR collection through the public API, next to bm25s.
 
 ``python -m benchmarks.beir --dataset DIR [--split test] [--home DIR] [--batch 200]
-[--timeout 3600] [--stall 60] [--no-exact-dense] [--limit-docs N] [--limit-queries N]``
+[--timeout 3600] [--stall 60] [--no-exact-dense] [--limit-docs N] [--limit-queries N]
+[--lexical-only]``
 
 The corpus of any BEIR-format folder (see :mod:`benchmarks._ir`) goes into one fresh
 memory through GraphQL ``upsertExternalNotes`` (source ``beir``, external id = the
@@ -13,8 +14,10 @@ embedding job is pending and every chunk is embedded (bounded by ``--timeout``, 
 "notes/s loaded" is the corpus over the upsert calls; "notes/s until searchable" is the
 corpus over the time from the first upsert to the poll that found the index complete.
 
-Then every query of the split's qrels goes through GraphQL ``search`` (limit 100), one at a
-time over one keep-alive connection, once per run: LEXICAL (pruned, then exhaustive),
+Then, once the memory's lexical segment answers (the first search starts its build; the
+wait is printed), every query of the split's qrels goes through GraphQL ``search`` (limit
+100), one at a time over one keep-alive connection, once per run: LEXICAL (the default
+path: the segment), LEXICAL-EXHAUSTIVE (``lexicalPruning: false``),
 SEMANTIC, HYBRID with RRF and HYBRID with RSF, after ``--warmup`` uncounted queries each.
 Hits map back to documents through ``note { externalId }``. Latency is the client's, from
 the request to the last byte of the response; ``tookMs`` is the server's own figure.
@@ -78,6 +81,7 @@ __all__ = ["main"]
 DEPTH = 100  # hits asked for per query: Recall@100 needs them
 POLL = 0.5  # seconds between searchIndexStatus polls
 PROGRESS = 10.0  # seconds between progress lines
+SEGMENT_WAIT = 120.0  # seconds to wait for the lexical segment before the searches
 RUNS = {
     "LEXICAL": "mode: LEXICAL",
     # the same ranking by scoring every posting: the baseline of the pruned top-k path
@@ -308,10 +312,8 @@ def _item(doc: Document) -> dict[str, str]:
     return {"externalId": doc.id, "title": doc.title[:MAX_TITLE_CHARS], "content": doc.text}
 
 
-async def _ingest(
-    api: Api, data: Dataset, args: argparse.Namespace, ingest: Ingest, worker: WorkerProcess
-) -> None:
-    """Load the corpus, then wait until the index is complete, the timeout, or a failure."""
+async def _load(api: Api, data: Dataset, args: argparse.Namespace, ingest: Ingest) -> None:
+    """The corpus through ``upsertExternalNotes``, ``--batch`` items a call."""
     corpus = data.corpus
     started = time.monotonic()
     for start in range(0, len(corpus), args.batch):
@@ -325,9 +327,18 @@ async def _ingest(
     ingest.load_seconds = time.monotonic() - started
     print(
         f"loaded {ingest.notes} notes in {ingest.load_seconds:.1f} s "
-        f"({ingest.notes / ingest.load_seconds:.0f} notes/s); waiting for the index",
+        f"({ingest.notes / ingest.load_seconds:.0f} notes/s)",
         flush=True,
     )
+
+
+async def _ingest(
+    api: Api, data: Dataset, args: argparse.Namespace, ingest: Ingest, worker: WorkerProcess
+) -> None:
+    """Load the corpus, then wait until the index is complete, the timeout, or a failure."""
+    started = time.monotonic()
+    await _load(api, data, args, ingest)
+    print("waiting for the index", flush=True)
     last = changed = time.monotonic()
     while True:
         try:
@@ -368,6 +379,27 @@ def _search_query(arguments: str) -> str:
     return (
         f"query Search($q: String!) {{ search(query: $q, {arguments}, limit: {DEPTH}) "
         "{ hits { note { externalId } } degraded degradedReason tookMs } }"
+    )
+
+
+async def _segment_ready(api: Api, text: str) -> None:
+    """Search until the memory's lexical segment answers (the first search starts its build
+    in the background), so LEXICAL is measured in steady state; say how long it took."""
+    document = (
+        "query Ready($q: String!) { search(query: $q, mode: LEXICAL, limit: 1, explain: true) "
+        "{ lexical { path } } }"
+    )
+    started = time.perf_counter()
+    path = ""
+    while time.perf_counter() - started < SEGMENT_WAIT:
+        _, answer = await api.call(document, {"q": text})
+        path = answer["search"]["lexical"]["path"]
+        if path == "segment":
+            print(f"lexical segment answering after {time.perf_counter() - started:.1f} s")
+            return
+        await asyncio.sleep(POLL)
+    print(
+        f"lexical segment not answering after {SEGMENT_WAIT:.0f} s (path {path}): measured anyway"
     )
 
 
@@ -511,6 +543,7 @@ async def _run(
         "fortemi", port=port, home=home, urls=urls, loop=args.loop, http=args.http
     )
     worker = WorkerProcess(home, urls, args.worker_threads)
+    runs = [label for label in RUNS if not args.lexical_only or label.startswith("LEXICAL")]
     _, loop_name = client_loop_factory()
     trial = args.limit_docs is not None or args.limit_queries is not None
     judgements = sum(len(grades) for grades in data.qrels.values())
@@ -530,7 +563,7 @@ async def _run(
         (
             "workload",
             f"upsertExternalNotes, source beir, {args.batch} per call; search limit "
-            f"{DEPTH}, {len(RUNS)} runs, {args.warmup} warm-up queries each, other arguments "
+            f"{DEPTH}, {len(runs)} runs, {args.warmup} warm-up queries each, other arguments "
             "at their defaults",
         ),
         ("memory", f"{memory}, fresh, dropped at the end"),
@@ -540,11 +573,12 @@ async def _run(
     baselines = [_bm25s(data)]
     if args.exact_dense:
         baselines += _exact_dense(data, baselines[0])
-    searched = [Row(label, failure="not searched") for label in RUNS]
+    searched = [Row(label, failure="not searched") for label in runs]
     ingest = Ingest()
     try:
         async with serving(server):
-            await worker.start()
+            if not args.lexical_only:
+                await worker.start()
             headers = {
                 "authorization": f"Bearer {token}",
                 "x-fortemi-memory": memory,
@@ -553,11 +587,16 @@ async def _run(
             poster = await RawPoster.open(HOST, server.port, headers)
             try:
                 api = Api(poster)
-                cpu = server.cpu_seconds(), worker.cpu_seconds()
-                await _ingest(api, data, args, ingest, worker)
-                ingest.server_cpu = server.cpu_seconds() - cpu[0]
-                ingest.worker_cpu = worker.cpu_seconds() - cpu[1]
-                for i, label in enumerate(RUNS):
+                if args.lexical_only:  # nothing to embed: searchable once loaded
+                    await _load(api, data, args, ingest)
+                    ingest.searchable_seconds = ingest.load_seconds
+                else:
+                    cpu = server.cpu_seconds(), worker.cpu_seconds()
+                    await _ingest(api, data, args, ingest, worker)
+                    ingest.server_cpu = server.cpu_seconds() - cpu[0]
+                    ingest.worker_cpu = worker.cpu_seconds() - cpu[1]
+                await _segment_ready(api, next(iter(data.queries.values())))
+                for i, label in enumerate(runs):
                     print(f"searching: {label} ...", flush=True)
                     searched[i] = await _search(api, label, data, args.warmup)
             finally:
@@ -601,6 +640,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         dest="exact_dense",
         action="store_false",
         help="skip the in-process MiniLM baseline (it embeds the corpus: minutes)",
+    )
+    parser.add_argument(
+        "--lexical-only",
+        action="store_true",
+        help="only the LEXICAL runs: no worker, no embedding, searched once loaded",
     )
     parser.add_argument("--home", help="FORTEMI_HOME to use (default: a fresh temporary one)")
     server_options(parser)

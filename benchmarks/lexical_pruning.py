@@ -1,6 +1,7 @@
-"""The lexical leg's pruned top-k path next to its exhaustive path, in process, at scale.
+"""The lexical leg's segment and pruned top-k paths next to its exhaustive path, in
+process, at scale.
 
-``python -m benchmarks.lexical_pruning [--notes 100000] [--queries 150] [--fetch 50,300]
+``python -m benchmarks.lexical_pruning [--notes 100000] [--queries 150] [--fetch 10,50,100]
 [--home DIR] [--seed N]``
 
 Data (:mod:`benchmarks._synthetic`): ``--notes`` notes of 60 to 150 Zipf-distributed English
@@ -11,12 +12,14 @@ word and 1 to 3 common words: a rare, strong term among weak ones, the shape of 
 natural-language questions).
 
 Each query runs through :class:`~fortemi.retrieval.lexical.LexicalLeg` (the code the search
-service runs, without HTTP) in a REPEATABLE READ transaction, pruned and exhaustive in
-alternating order, for each ``--fetch`` (the leg's k: 50 for ``limit`` 10, 300 for 100).
+service runs, without HTTP) in a REPEATABLE READ transaction by three paths in rotating
+order: the segment path (the memory's segment built first, its build time and size
+printed), the pruned statements (no segment) and the exhaustive statement, for each
+``--fetch`` (the leg's k: ``limit`` for a LEXICAL search, 50 for a hybrid one of 10).
 Reported per kind: latency p50/p95 of each path, the share of queries the pruned path
-took, postings read beside the query terms' postings (what the exhaustive path scores),
-and any query whose two rankings differ (ids, order, or scores beyond 1e-9). Then the
-lexical index's sizes.
+took, postings read by the pruned path beside the query terms' postings (what the
+exhaustive path and the segment path score), and any query whose rankings differ from
+the exhaustive one (ids, order, or scores beyond 1e-9). Then the lexical index's sizes.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from fortemi.platform.notes.models import NoteFilter
 from fortemi.retrieval.lexical import LexicalLeg, LexicalPath, LexicalTrace
 from fortemi.retrieval.query import parse_query
 from fortemi.retrieval.repository import RetrievalRepository
+from fortemi.retrieval.segments import Segments
 
 __all__ = ["main"]
 
@@ -57,6 +61,7 @@ _COMMON = 200
 
 @dataclass
 class Cell:
+    segment: list[float] = field(default_factory=list)
     pruned: list[float] = field(default_factory=list)
     exhaustive: list[float] = field(default_factory=list)
     took_pruned: int = 0
@@ -110,31 +115,38 @@ async def _indexable(db: Database, memory: str, words: Sequence[str]) -> set[str
 
 
 async def _measure(
-    db: Database, memory: str, queries: list[tuple[str, str]], fetch: int
+    db: Database, memory: str, queries: list[tuple[str, str]], fetch: int, segments: Segments
 ) -> dict[str, Cell]:
-    leg = LexicalLeg(RetrievalRepository())
+    legs = {
+        "segment": LexicalLeg(RetrievalRepository(), segments=segments),
+        "pruned": LexicalLeg(RetrievalRepository()),
+        "exhaustive": LexicalLeg(RetrievalRepository(), pruning=False),
+    }
+    order = list(legs)
     cells: dict[str, Cell] = {}
     for i, (kind, text) in enumerate(queries):
         cell = cells.setdefault(kind, Cell())
         query = parse_query(text)
         async with db.memory_transaction(memory, isolation="repeatable_read") as conn:
-            results = {}
-            trace = LexicalTrace()
-            for pruning in (True, False) if i % 2 else (False, True):
+            results, traces = {}, {}
+            for name in order[i % 3 :] + order[: i % 3]:
+                traces[name] = LexicalTrace()
                 started = time.perf_counter()
-                results[pruning] = await leg.rank(
-                    conn, memory, query, NoteFilter(), fetch, pruning=pruning, trace=trace
-                    if pruning else None
-                )  # fmt: skip
-                (cell.pruned if pruning else cell.exhaustive).append(time.perf_counter() - started)
-        cell.took_pruned += trace.path is LexicalPath.PRUNED
-        cell.read += trace.postings_read
-        cell.total += trace.postings_total
-        a, b = results[True], results[False]
-        if [n for n, _ in a] != [n for n, _ in b] or any(
-            abs(x - y) > 1e-9 for (_, x), (_, y) in zip(a, b, strict=True)
-        ):
-            cell.differ += 1
+                results[name] = await legs[name].rank(
+                    conn, memory, query, NoteFilter(), fetch, trace=traces[name]
+                )
+                getattr(cell, name).append(time.perf_counter() - started)
+        if traces["segment"].path is not LexicalPath.SEGMENT:
+            raise SystemExit(f"the segment path did not answer {text!r}: {traces['segment']}")
+        cell.took_pruned += traces["pruned"].path is LexicalPath.PRUNED
+        cell.read += traces["pruned"].postings_read
+        cell.total += traces["segment"].postings_total
+        b = results["exhaustive"]
+        for a in (results["segment"], results["pruned"]):
+            if [n for n, _ in a] != [n for n, _ in b] or any(
+                abs(x - y) > 1e-9 for (_, x), (_, y) in zip(a, b, strict=True)
+            ):
+                cell.differ += 1
     return cells
 
 
@@ -142,11 +154,12 @@ def _report(fetch: int, cells: dict[str, Cell]) -> None:
     rows = []
     for kind, cell in cells.items():
         n = len(cell.pruned)
-        p, e = Latency.of(cell.pruned), Latency.of(cell.exhaustive)
+        g, p, e = Latency.of(cell.segment), Latency.of(cell.pruned), Latency.of(cell.exhaustive)
         rows.append(
             [
                 kind,
                 str(n),
+                f"{ms(g.p50)} / {ms(g.p95)}",
                 f"{ms(p.p50)} / {ms(p.p95)}",
                 f"{ms(e.p50)} / {ms(e.p95)}",
                 f"{cell.took_pruned}/{n}",
@@ -154,10 +167,10 @@ def _report(fetch: int, cells: dict[str, Cell]) -> None:
                 str(cell.differ),
             ]
         )
-    headers = ["queries", "n", "pruned p50/p95 ms", "exhaustive p50/p95 ms", "took pruned"]
-    headers += ["postings read (mean)", "rankings differ"]
+    headers = ["queries", "n", "segment p50/p95 ms", "pruned p50/p95 ms"]
+    headers += ["exhaustive p50/p95 ms", "took pruned", "pruned read (mean)", "rankings differ"]
     print(f"\nk = {fetch}")
-    print(table(headers, rows, "lrrrrrr"))
+    print(table(headers, rows, "lrrrrrrr"))
 
 
 async def _run(args: argparse.Namespace, home: Path, urls: ServiceUrls, embedded: bool) -> None:
@@ -176,9 +189,21 @@ async def _run(args: argparse.Namespace, home: Path, urls: ServiceUrls, embedded
             ("data", f"{args.notes:,} synthetic notes loaded by COPY in {loaded:.0f} s"),
             ("workload", f"{len(queries)} queries (selective, common, mixed); k {args.fetch}"),
         ]
-        print_setup("benchmarks.lexical_pruning: pruned vs exhaustive lexical top k", setup)
-        for fetch in args.fetch:
-            _report(fetch, await _measure(stage.db, memory, queries, fetch))
+        print_setup("benchmarks.lexical_pruning: segment, pruned and exhaustive top k", setup)
+        segments = Segments(stage.db, budget=2_000_000_000)
+        started = time.perf_counter()
+        segment = await segments.ready(memory)
+        if segment is None:
+            raise SystemExit("the segment was not built (see the log)")
+        print(
+            f"\nsegment: {segment.size:,} notes, {segment.postings:,} postings, "
+            f"built in {time.perf_counter() - started:.1f} s"
+        )
+        try:
+            for fetch in args.fetch:
+                _report(fetch, await _measure(stage.db, memory, queries, fetch, segments))
+        finally:
+            await segments.close()
         async with stage.db.memory_transaction(memory) as conn:
             sizes = await conn.fetchrow(
                 "SELECT pg_relation_size('lex_posting') AS heap, "
@@ -199,7 +224,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.lexical_pruning")
     parser.add_argument("--notes", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=150)
-    parser.add_argument("--fetch", type=lambda s: [int(x) for x in s.split(",")], default=[50, 300])
+    parser.add_argument(
+        "--fetch", type=lambda s: [int(x) for x in s.split(",")], default=[10, 50, 100]
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--home", help="FORTEMI_HOME to use (default: a fresh temporary one)")
     args = parser.parse_args(argv)

@@ -26,7 +26,8 @@ Paths, one query at a time, in alternating blocks so all see the same caches:
   database (BM25 leg with the lexical leg's formula, HNSW leg with the server's over-fetch and
   ef_search, RRF k=60 in SQL, titles and chunks of the top 10), the query vector
   precomputed;
-* for information: GraphQL ``mode: LEXICAL`` and the BM25 leg alone in SQL;
+* for information: GraphQL ``mode: LEXICAL`` (once the memory's lexical segment answers:
+  the wait is printed) and the BM25 leg alone in SQL;
 * "embed query": the same backend embedding each query in this process. The server's
   embedding cannot be timed from outside, so "GraphQL minus embed" is the difference of
   the medians.
@@ -103,6 +104,11 @@ _SEARCH = (
     "query Search($query: String!, $mode: SearchMode!) { search(query: $query, mode: $mode, "
     "limit: 10) { degraded degradedReason tookMs hits { score chunk note { id title } } } }"
 )
+_PATH = (
+    "query Path($query: String!) { search(query: $query, mode: LEXICAL, limit: 1, "
+    "explain: true) { lexical { path } } }"
+)
+SEGMENT_WAIT = 300.0  # seconds to wait for the memory's lexical segment before measuring
 
 
 # -- measuring ------------------------------------------------------------------------------
@@ -160,6 +166,15 @@ class Api:
         found: dict[str, Any] = result["data"]["search"]
         return elapsed, found
 
+    async def lexical_path(self, text: str) -> str:
+        body = json.dumps({"query": _PATH, "variables": {"query": text}})
+        assert self._poster is not None
+        status, content = await self._poster.post(body.encode())
+        result: dict[str, Any] = json.loads(content)
+        if status != 200 or result.get("errors"):
+            raise RuntimeError(f"search failed ({status}): {result}")
+        return str(result["data"]["search"]["lexical"]["path"])
+
 
 Embed = Callable[[str], Awaitable[object]]
 
@@ -196,6 +211,21 @@ class Measure:
                 into.degraded[reason] = into.degraded.get(reason, 0) + 1
             into.tops[i] = [parse_note_id(hit["note"]["id"]) for hit in found["hits"]]
         into.server_cpu = (into.server_cpu or 0.0) + self.server.cpu_seconds() - cpu
+
+    async def segment_ready(self, text: str) -> None:
+        """Search until the memory's lexical segment answers (the first search starts its
+        build in the background), so GraphQL LEXICAL is measured in steady state."""
+        await self.api.reconnect()
+        started = time.perf_counter()
+        path = ""
+        while time.perf_counter() - started < SEGMENT_WAIT:
+            path = await self.api.lexical_path(text)
+            if path == "segment":
+                print(f"lexical segment answering after {time.perf_counter() - started:.1f} s")
+                return
+            await asyncio.sleep(0.5)
+            await self.api.reconnect()
+        print(f"lexical segment not answering after {SEGMENT_WAIT:.0f} s (path {path})")
 
     async def fused(self, probes: Sequence[tuple[int, Probe]], into: Samples) -> None:
         for i, probe in probes:
@@ -237,6 +267,7 @@ async def measure(
     run = Measure(api, sql, server, embed, docs, avgdl)
     indexed = list(enumerate(probes))
     warm = indexed[: args.warmup]
+    await run.segment_ready(probes[0].query.text)
     await run.graphql(warm, "HYBRID", Samples())
     await run.graphql(warm, "LEXICAL", Samples())
     await run.fused(warm, Samples())

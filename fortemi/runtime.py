@@ -480,6 +480,7 @@ def _build_services(parts: _Parts) -> Services:
             concepts=settings.embed_concepts,
             pruning=settings.lexical_pruning,
             cached_queries=settings.query_embedding_cache,
+            segment_postings=settings.lexical_segment_postings,
         ),
         retrieve=planner,
         answers=AnswerService(planner, backend, answer_settings(settings)),
@@ -504,6 +505,8 @@ def _build_services(parts: _Parts) -> Services:
 
 async def _open_services(parts: _Parts) -> None:
     parts.services = _build_services(parts)
+    # Lexical segments are built by tasks of this loop: stopped before the pool closes.
+    parts.stack.push_async_callback(parts.services.search.close)
 
 
 async def _start_policy_watcher(parts: _Parts) -> None:

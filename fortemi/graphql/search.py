@@ -3,11 +3,13 @@ semantic, fused with RRF or RSF, filtered before ranking, explained per leg on r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from enum import Enum
 from typing import Annotated
 
 import strawberry
+from strawberry.types.nodes import SelectedField, Selection
 
 from fortemi.graphql.context import Info
 from fortemi.graphql.notes.types import Note
@@ -79,7 +81,9 @@ class SearchFusion:
 
 @strawberry.type(description="What the lexical leg read for this query")
 class LexicalExplain:
-    path: str = strawberry.field(description="pruned or exhaustive")
+    path: str = strawberry.field(
+        description="segment, pruned or exhaustive (comma-separated when memories differ)"
+    )
     postings_read: int = strawberry.field(description="Postings scored or looked up")
     postings_total: int = strawberry.field(
         description="Postings of the query's terms: what the exhaustive path scores"
@@ -149,6 +153,19 @@ async def _concept_sets(
             field="filter.concepts",
         )
     return await concept_sets(info, scopes[0].memory, given.concepts)
+
+
+def _selects(selections: Sequence[Selection], path: tuple[str, ...]) -> bool:
+    """Whether ``path`` (field names from here down) is selected, through fragments too."""
+    for selection in selections:
+        if not isinstance(selection, SelectedField):  # a fragment: the same level
+            if _selects(selection.selections, path):
+                return True
+        elif selection.name == path[0] and (
+            len(path) == 1 or _selects(selection.selections, path[1:])
+        ):
+            return True
+    return False
 
 
 def _hit(hit: model.Hit, *, explain: bool) -> SearchHit:
@@ -254,6 +271,10 @@ class SearchQuery:
                 filter=_filter(filter, sets),
                 ef_search=ef_search,
                 lexical_pruning=lexical_pruning,
+                # Each lexical hit's best chunk is one more statement: made when asked for.
+                chunks=_selects(
+                    [s for f in info.selected_fields for s in f.selections], ("hits", "chunk")
+                ),
             ),
         )
         return _results(outcome, explain=explain)

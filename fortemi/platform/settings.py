@@ -247,6 +247,13 @@ class Settings(BaseSettings):
         default=True,
         description="Rank lexically by the pruned top-k path (off: score every posting)",
     )
+    lexical_segment_postings: int = Field(
+        default=20_000_000,
+        ge=0,
+        le=2_000_000_000,
+        description="Postings of the memories searched lately held in RAM for the lexical "
+        "segment path, about 8 bytes each (0: every query reads the index tables)",
+    )
     query_embedding_cache: int = Field(
         default=1024, ge=0, le=1_000_000, description="Query vectors kept for repeated queries"
     )

@@ -1,22 +1,24 @@
 """The lexical leg: notes ranked by Okapi BM25 over the inverted index the note triggers
 maintain (``lex_posting``: term frequency and note length per (lexeme, note)).
 
-Two paths compute the same ranking. The *pruned* path (the default) reads each term's
-postings best first and stops once no unread posting can change the top k
-(:mod:`~fortemi.retrieval.pruning`); the *exhaustive* path scores every posting of every
-term in one statement. The pruned path costs a few round trips, so a query whose terms
-have at most ``EXHAUSTIVE_POSTINGS`` postings in all takes the exhaustive one, as does
-any query when pruning is off (``FORTEMI_LEXICAL_PRUNING``).
+Three paths compute the same ranking. The *segment* path (the default once the memory's
+segment is built, :mod:`~fortemi.retrieval.segments`) scores the query's postings from
+RAM and reads from the database only the query's terms and what changed since the
+segment's snapshot. Until then, and for queries with prefixes or when too much changed,
+the *pruned* path reads each term's postings best first and stops once no unread posting
+can change the top k (:mod:`~fortemi.retrieval.pruning`); it costs a few round trips, so a
+query whose terms have at most ``EXHAUSTIVE_POSTINGS`` postings in all takes the
+*exhaustive* one, which scores every posting of every term in one statement, as does any
+query when pruning is off (``FORTEMI_LEXICAL_PRUNING``, or ``lexicalPruning: false``).
 
-Document frequencies are counted from the index rows; the corpus size and average length
-come from ``lex_doc``, cached for a few seconds per memory. A word the query repeats counts
-once per occurrence.
+Every path counts the corpus size, average length and document frequencies exactly in
+the query's snapshot: the segment path from its arrays and delta, the statements from
+``lex_doc`` and the index rows. A word the query repeats counts once per occurrence.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from enum import StrEnum
 from uuid import UUID
@@ -28,6 +30,8 @@ from fortemi.retrieval.postings_repository import PostingsRepository
 from fortemi.retrieval.pruning import SLACK, Cutoff, Shape, Term, cutoffs, upper_bound
 from fortemi.retrieval.query import ParsedQuery
 from fortemi.retrieval.repository import Bm25, RetrievalRepository
+from fortemi.retrieval.segment import rank as segment_rank
+from fortemi.retrieval.segments import MOST_CHANGES, REBUILD_CHANGES, Segments
 
 __all__ = [
     "BM25_B",
@@ -53,6 +57,7 @@ PRUNED_MAX_K = 100
 
 
 class LexicalPath(StrEnum):
+    SEGMENT = "segment"
     PRUNED = "pruned"
     EXHAUSTIVE = "exhaustive"
 
@@ -83,19 +88,21 @@ class LexicalLeg:
         exhaustive_postings: int = EXHAUSTIVE_POSTINGS,
         rare_share: float = RARE_SHARE,
         seed_share: float = SEED_SHARE,
+        segments: Segments | None = None,
     ) -> None:
         """``pruning``: the default path. A query whose terms have at most
         ``exhaustive_postings`` postings is scored exhaustively; a term with at most
         ``rare_share`` of the query's postings is rare (read whole by the pruned path); the
         pruned path runs when reading the rare terms and looking up their notes' other
-        terms touches at most ``seed_share`` of the postings."""
+        terms touches at most ``seed_share`` of the postings. ``segments``: the segments
+        the segment path reads (None: no segment path)."""
         self._repository = repository
         self._postings = PostingsRepository()
         self._pruning = pruning
         self._exhaustive_postings = exhaustive_postings
         self._rare_share = rare_share
         self._seed_share = seed_share
-        self._stats: dict[str, tuple[float, int, float]] = {}  # memory → (at, docs, avgdl)
+        self._segments = segments
 
     async def rank(
         self,
@@ -120,14 +127,24 @@ class LexicalLeg:
         read.
         """
         trace = trace if trace is not None else LexicalTrace()
-        docs, avgdl = await self._corpus(conn, memory)
-        if docs == 0:
-            return []
-        bm25 = Bm25(query.lexical_text, tuple(query.prefixes), docs, avgdl, BM25_K1, BM25_B)
         prune = self._pruning if pruning is None else pruning
         unfiltered = note_filter == NoteFilter() and not (query.phrases or query.excluded)
         first = fetch if unfiltered else fetch * _CANDIDATES
-        ranked = await self._ranked(conn, bm25, first, prune, trace)
+        held = await self._from_segment(conn, memory, query, first, trace) if prune else None
+        ranked: list[tuple[UUID, float]] | _Counted | None
+        weights: list[tuple[str, float]] | None = None  # counted by the segment path
+        if held is not None:
+            bm25, ranked, weights = held
+            if bm25.docs == 0:
+                return []
+        else:
+            # Counted in the query's snapshot: statistics cached across queries would
+            # score a note written since against a corpus that does not hold it.
+            docs, avgdl = await self._repository.corpus(conn)
+            if docs == 0:
+                return []
+            bm25 = Bm25(query.lexical_text, tuple(query.prefixes), docs, avgdl, BM25_K1, BM25_B)
+            ranked = await self._ranked(conn, bm25, first, prune, trace)
         if not isinstance(ranked, list):  # the exhaustive path, with the weights if counted
             trace.path = LexicalPath.EXHAUSTIVE
             trace.postings_read += trace.postings_total
@@ -140,8 +157,39 @@ class LexicalLeg:
         found = [(note_id, score) for note_id, score in ranked if note_id in passing][:fetch]
         if len(found) < fetch and len(ranked) == first:
             trace.path = LexicalPath.EXHAUSTIVE
-            found = await self._exhaustive(conn, bm25, query, note_filter, fetch, None)
+            found = await self._exhaustive(conn, bm25, query, note_filter, fetch, weights)
         return found
+
+    async def _from_segment(
+        self, conn: Connection, memory: str, query: ParsedQuery, k: int, trace: LexicalTrace
+    ) -> tuple[Bm25, list[tuple[UUID, float]], list[tuple[str, float]]] | None:
+        """The best ``k`` notes from the memory's segment and the delta since it, with the
+        statistics and term weights they were scored with; None when the segment cannot
+        answer (none yet, a prefix to expand, too much changed, or taken after this
+        query's snapshot)."""
+        segments = self._segments
+        if segments is None or query.prefixes:
+            return None
+        segment = segments.current(memory)
+        if segment is None:
+            return None
+        changes = await segments.repository.changes(
+            conn, query.lexical_text, segment.snapshot, MOST_CHANGES
+        )
+        if changes.relation != segment.relation:
+            segments.drop(memory)  # the memory was made anew under its name
+            segments.refresh(memory)
+            return None
+        if changes.overflow or len(changes.delta.changed) > REBUILD_CHANGES:
+            segments.refresh(memory)
+        if changes.overflow or not segment.snapshot.precedes(changes.snapshot):
+            return None
+        ranking = segment_rank(segment, changes.delta, changes.terms, k, k1=BM25_K1, b=BM25_B)
+        trace.path = LexicalPath.SEGMENT
+        trace.postings_read += ranking.postings
+        trace.postings_total += ranking.total
+        bm25 = Bm25(query.lexical_text, (), ranking.docs, ranking.avgdl, BM25_K1, BM25_B)
+        return bm25, ranking.found, ranking.weights
 
     async def _exhaustive(
         self,
@@ -205,16 +253,6 @@ class LexicalLeg:
         if above.reaching >= k:
             return above.found
         return weighed
-
-    async def _corpus(self, conn: Connection, memory: str) -> tuple[int, float]:
-        now = time.monotonic()
-        cached = self._stats.get(memory)
-        if cached is not None and now - cached[0] < STATS_TTL_SECONDS:
-            return cached[1], cached[2]
-        docs, avgdl = await self._repository.corpus(conn)
-        if docs:  # an empty memory is asked again: its first note must be found at once
-            self._stats[memory] = (now, docs, avgdl)
-        return docs, avgdl
 
 
 def _weight(qtf: float, df: int, docs: int) -> float:

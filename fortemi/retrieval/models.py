@@ -65,6 +65,7 @@ class SearchRequest:
     filter: SearchFilter = field(default_factory=SearchFilter)
     ef_search: int | None = None
     lexical_pruning: bool | None = None  # None: the configured path (FORTEMI_LEXICAL_PRUNING)
+    chunks: bool = True  # each lexical-only hit's best-matching chunk (False: chunk None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,6 +45,7 @@ from fortemi.retrieval.models import (
 )
 from fortemi.retrieval.query import ParsedQuery, parse_query
 from fortemi.retrieval.repository import RetrievalRepository
+from fortemi.retrieval.segments import Segments
 from fortemi.retrieval.semantic import SemanticAsk, SemanticLeg
 from fortemi.retrieval.sets import EmbeddingSets
 
@@ -98,20 +99,31 @@ class SearchService:
         concepts: bool = False,
         pruning: bool = True,
         cached_queries: int = 1024,
+        segment_postings: int = 0,
     ) -> None:
         """``concepts``: the configured composition embeds notes' concept paths
         (``FORTEMI_EMBED_CONCEPTS``), as the ``Embedding`` job does. ``pruning``: the lexical
         leg's default path (``FORTEMI_LEXICAL_PRUNING``). ``cached_queries``: query vectors
-        kept for repeated queries (``FORTEMI_QUERY_EMBEDDING_CACHE``)."""
+        kept for repeated queries (``FORTEMI_QUERY_EMBEDDING_CACHE``). ``segment_postings``:
+        the most postings held in lexical segments (``FORTEMI_LEXICAL_SEGMENT_POSTINGS``;
+        0: none, every query takes the statement paths); :meth:`close` stops their builds."""
         self._db = db
         repository = RetrievalRepository()
         self._repository = repository
-        self._lexical = LexicalLeg(repository, pruning=pruning)
+        self._segments = Segments(db, budget=segment_postings)
+        self._lexical = LexicalLeg(repository, pruning=pruning, segments=self._segments)
         self._semantic = SemanticLeg(
             backend, repository, EmbeddingSets(), concepts=concepts, cached_queries=cached_queries
         )
         self._notes = NoteRepository()
         self._jobs = JobRepository()
+
+    @property
+    def segments(self) -> Segments:
+        return self._segments
+
+    async def close(self) -> None:
+        await self._segments.close()
 
     async def search(self, scopes: Sequence[Scope], request: SearchRequest) -> SearchOutcome:
         started = time.perf_counter()
@@ -132,13 +144,13 @@ class SearchService:
                         hits, fusion = fuse(
                             run.request, run.query, run.lexical, run.semantic, run.limit
                         )
-                        hits = await self._complete(hits, run.query, conn)
+                        hits = await self._complete(hits, run.query, conn, run.request.chunks)
         finally:
             if run.embedding is not None and not run.embedding.done():
                 run.embedding.cancel()  # a leg failed first: the vector is not needed
         if len(scopes) > 1:
             hits, fusion = fuse(run.request, run.query, run.lexical, run.semantic, run.limit)
-            hits = await self._complete(hits, run.query, None)
+            hits = await self._complete(hits, run.query, None, run.request.chunks)
         if run.unembedded and len(run.unembedded) == len(scopes) and run.degraded is None:
             run.degraded = "nothing is embedded yet with the configured model; lexical results only"
         semantic = request.mode is not SearchMode.LEXICAL
@@ -160,7 +172,8 @@ class SearchService:
         request = replace(request, mode=SearchMode(request.mode), fusion=FusionMode(request.fusion))
         query = parse_query(request.query)
         limit, asked_ef = _check(request)
-        fetch = min(max(limit * 3, 50), 300)
+        # Fusion wants each leg deeper than the page; one leg alone is the page.
+        fetch = limit if request.mode is SearchMode.LEXICAL else min(max(limit * 3, 50), 300)
         embedding = (
             None
             if request.mode is SearchMode.LEXICAL
@@ -233,21 +246,21 @@ class SearchService:
         )
 
     async def _complete(
-        self, hits: list[Hit], query: ParsedQuery, conn: Connection | None
+        self, hits: list[Hit], query: ParsedQuery, conn: Connection | None, with_chunks: bool
     ) -> list[Hit]:
-        """The hits with their notes, and lexical-only hits with the chunk of theirs that
-        best matches the query words; in ``conn``'s transaction when given (one memory
-        searched), else one transaction per memory. A note purged since it was ranked
-        drops out."""
+        """The hits with their notes, and (with ``with_chunks``) lexical-only hits with the chunk
+        of theirs that best matches the query words; in ``conn``'s transaction when given
+        (one memory searched), else one transaction per memory. A note purged since it was
+        ranked drops out."""
         notes: dict[tuple[str, UUID], Note] = {}
         chunks: dict[tuple[str, UUID], str] = {}
         for memory in dict.fromkeys(hit.memory for hit in hits):
             mine = [hit for hit in hits if hit.memory == memory]
             if conn is not None:
-                found, texts = await self._notes_and_chunks(conn, mine, query)
+                found, texts = await self._notes_and_chunks(conn, mine, query, with_chunks)
             else:
                 async with self._db.memory_transaction(memory) as own:
-                    found, texts = await self._notes_and_chunks(own, mine, query)
+                    found, texts = await self._notes_and_chunks(own, mine, query, with_chunks)
             notes.update({(memory, note_id): note for note_id, note in found.items()})
             chunks.update({(memory, note_id): text for note_id, text in texts.items()})
         return [
@@ -261,21 +274,23 @@ class SearchService:
         ]
 
     async def _notes_and_chunks(
-        self, conn: Connection, hits: list[Hit], query: ParsedQuery
+        self, conn: Connection, hits: list[Hit], query: ParsedQuery, chunks: bool
     ) -> tuple[dict[UUID, Note], dict[UUID, str]]:
         notes = await self._notes.get_many(conn, [hit.note_id for hit in hits])
-        missing = [hit.note_id for hit in hits if hit.chunk is None]
+        missing = [hit.note_id for hit in hits if hit.chunk is None] if chunks else []
         if not missing or not query.text.strip():
             return notes, {}
         return notes, await self._repository.best_chunks(conn, missing, query.text)
 
 
 def _explain(traces: Sequence[LexicalTrace]) -> LexicalExplain | None:
+    """One memory's path, or the paths of several memories searched together (in the
+    order segment, pruned, exhaustive, comma-separated) when they differ."""
     if not traces:
         return None
-    pruned = any(trace.path is LexicalPath.PRUNED for trace in traces)
+    taken = {trace.path for trace in traces}
     return LexicalExplain(
-        path=(LexicalPath.PRUNED if pruned else LexicalPath.EXHAUSTIVE).value,
+        path=",".join(path.value for path in LexicalPath if path in taken),
         postings_read=sum(trace.postings_read for trace in traces),
         postings_total=sum(trace.postings_total for trace in traces),
     )

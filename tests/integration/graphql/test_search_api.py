@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from fortemi.auth.local_issuer import LocalIssuer
+from fortemi.retrieval.repository import NewChunk, RetrievalRepository
 from fortemi.runtime import Runtime
 from tests.integration.graphql.conftest import GraphQLCall, error_codes, open_memory
 
@@ -156,3 +157,41 @@ async def test_a_search_records_its_read_check_and_read_scope_in_one_audit_commi
     assert (scope["memory"], scope["reason"]) == (memory, "read_scope")
     assert allowed["tx"] == scope["tx"]  # written by one statement, in one transaction
     assert (denied["memory"], denied["decision"]) == (closed_memory, "deny")
+
+
+async def test_search_takes_the_segment_path_once_built_and_sees_a_note_written_after_it(
+    gql: GraphQLCall, runtime: Runtime, memory: str
+) -> None:
+    await _note(gql, "Kettles", "A copper kettle whistles on the stove.")
+    await _note(gql, "Harbors", "Boats rest in the harbor at night.")
+    assert await runtime.services.search.segments.ready(memory) is not None
+    later = await _note(gql, "More kettles", "Kettle, kettle, copper kettle.")
+    body = await gql(
+        """query($q: String!) { search(query: $q, mode: LEXICAL, explain: true) {
+             hits { note { id } } lexical { path postingsRead postingsTotal } } }""",
+        {"q": "copper kettle"},
+    )
+    assert "errors" not in body, body
+    found = body["data"]["search"]
+    assert found["lexical"]["path"] == "segment"
+    assert found["lexical"]["postingsTotal"] == 4  # copper 2, kettle 2: the later note too
+    assert found["hits"][0]["note"]["id"] == later
+
+
+async def test_a_hit_chunk_selected_through_a_fragment_is_still_answered(
+    gql: GraphQLCall, runtime: Runtime, memory: str
+) -> None:
+    text = "A lantern lights the path."
+    await _note(gql, "Lanterns", text)
+    async with runtime.db.memory_transaction(memory) as conn:  # as the Embedding job cuts it
+        note = await conn.fetchval("SELECT id FROM note WHERE title = 'Lanterns'")
+        await RetrievalRepository().replace_chunks(
+            conn, note, "h", [NewChunk(0, text, 0, len(text), None)]
+        )
+    body = await gql(
+        """query($q: String!) { search(query: $q, mode: LEXICAL) { ...Found } }
+           fragment Found on SearchResults { hits { ... on SearchHit { score chunk } } }""",
+        {"q": "lantern"},
+    )
+    assert "errors" not in body, body
+    assert [h["chunk"] for h in body["data"]["search"]["hits"]] == [text]

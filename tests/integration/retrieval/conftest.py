@@ -34,10 +34,20 @@ def notes(db: Database) -> NoteService:
     return NoteService(db, max_note_bytes=1_048_576, max_page_size=100, max_upsert_batch=500)
 
 
-@pytest.fixture
-def lexical(db: Database) -> SearchService:
-    """Search with no embedding model: the lexical leg alone."""
-    return SearchService(db, None)
+@pytest.fixture(params=["statements", "segment", "delta"])
+async def lexical(
+    request: pytest.FixtureRequest, db: Database, memory: str
+) -> AsyncIterator[SearchService]:
+    """Search with no embedding model: the lexical leg alone, by each of its sources.
+    ``statements``: no segment (the pruned and exhaustive statements); ``segment``: a
+    segment built at the first search, so later writes come from the delta; ``delta``: a
+    segment built before anything is written, so every note comes from the delta."""
+    budget = 0 if request.param == "statements" else 1_000_000
+    service = SearchService(db, None, segment_postings=budget)
+    if request.param == "delta":
+        assert await service.segments.ready(memory) is not None
+    yield service
+    await service.close()
 
 
 @pytest.fixture
@@ -55,6 +65,7 @@ def write(notes: NoteService, memory: str) -> Write:
 def search(lexical: SearchService, memory: str) -> Search:
     async def run(query: str, **fields: Any) -> SearchOutcome:
         fields.setdefault("mode", "lexical")
+        await lexical.segments.ready(memory)  # None without a budget: the statements answer
         return await lexical.search([Scope(memory, None)], SearchRequest(query=query, **fields))
 
     return run

@@ -81,6 +81,23 @@ async def test_a_hit_carries_the_chunk_of_the_note_that_matched_best(
     assert "Jupiter" in hit.chunk
 
 
+async def test_a_lexical_hit_gets_its_best_chunk_only_when_chunks_are_asked_for(
+    write: Write, index: Index, find: Search
+) -> None:
+    sections = [
+        "# Gardening\n\nTomatoes need full sun, deep watering and stakes to climb.",
+        "# Astronomy\n\nJupiter's moons were first seen by Galileo through a telescope.",
+    ]
+    note = await write("Hobbies", "\n\n".join(s + " " + "More words here. " * 8 for s in sections))
+    await index(note)
+    asked = await find("Galileo telescope", mode=SearchMode.LEXICAL)
+    assert asked.hits[0].chunk is not None
+    assert "Jupiter" in asked.hits[0].chunk
+    skipped = await find("Galileo telescope", mode=SearchMode.LEXICAL, chunks=False)
+    assert [h.note_id for h in skipped.hits] == [note]
+    assert skipped.hits[0].chunk is None
+
+
 async def test_semantic_filters_apply_before_ranking_even_past_what_the_index_returns(
     write: Write, index: Index, find: Search
 ) -> None:

@@ -1,4 +1,5 @@
-"""The pruned lexical path returns the exhaustive path's top k: the same notes, scores and
+"""The pruned lexical path and the segment path (a segment built before the edits, which
+reach it as its delta) return the exhaustive path's top k: the same notes, scores and
 order, on random corpora after random edits, for random queries with many ties."""
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from fortemi.retrieval.search import (
     SearchRequest,
     SearchService,
 )
+from fortemi.retrieval.segments import Segments
 
 # Words the English analyzer keeps as they are (no stop word, stems to itself), some rare
 # and some everywhere, so notes share terms, frequencies and lengths: ties are common.
@@ -61,10 +63,13 @@ queries = st.lists(
 )
 
 
-async def _corpus(notes: NoteService, memory: str, texts: list[str], changes: list[Edit]) -> None:
-    ids: list[UUID] = []
-    for text in texts:
-        ids.append((await notes.create(memory, NoteDraft(content=text), actor="test")).id)
+async def _corpus(notes: NoteService, memory: str, texts: list[str]) -> list[UUID]:
+    return [
+        (await notes.create(memory, NoteDraft(content=text), actor="test")).id for text in texts
+    ]
+
+
+async def _edit(notes: NoteService, memory: str, ids: list[UUID], changes: list[Edit]) -> None:
     for edit in changes:
         if edit.kind == "create" or not ids:
             note = await notes.create(memory, NoteDraft(content=edit.text), actor="test")
@@ -118,20 +123,29 @@ async def _compare(
     await memories.create(memory, created_by="test")
     try:
         notes = NoteService(db, max_note_bytes=65_536, max_page_size=100, max_upsert_batch=50)
-        await _corpus(notes, memory, texts, changes)
+        ids = await _corpus(notes, memory, texts)
+        # The segment holds the first notes; the edits reach it as its delta.
+        segments = Segments(db, budget=1_000_000)
+        assert await segments.ready(memory) is not None
+        await _edit(notes, memory, ids, changes)
         # No size floor, and a term with at most a third of the query's postings is rare:
         # most queries with a rare and a common word take the pruned path.
         leg = LexicalLeg(
             RetrievalRepository(), exhaustive_postings=0, rare_share=0.34, seed_share=10.0
         )
+        held = LexicalLeg(RetrievalRepository(), segments=segments)
         for text in asked:
             query = parse_query(text)
             async with db.memory_transaction(memory, isolation="repeatable_read") as conn:
-                trace = LexicalTrace()
+                trace, traced = LexicalTrace(), LexicalTrace()
                 pruned = await leg.rank(conn, memory, query, NoteFilter(), k, trace=trace)
                 exhaustive = await leg.rank(conn, memory, query, NoteFilter(), k, pruning=False)
+                segment = await held.rank(conn, memory, query, NoteFilter(), k, trace=traced)
             event(f"{trace.path.value} path")
+            assert traced.path is LexicalPath.SEGMENT
             assert _same(pruned, exhaustive), (text, trace, pruned, exhaustive)
+            assert _same(segment, exhaustive), (text, changes, segment, exhaustive)
+        await segments.close()
     finally:
         await memories.delete(memory, confirm=memory)
         await db.close()

@@ -42,7 +42,15 @@ _LINK_GRAPH = ("graph/links", "graph/linking", "graph/maintenance", "graph/trave
 OWNERS: Mapping[str, tuple[str, ...]] = {
     **dict.fromkeys(("note", "note_original", "note_version"), _NOTES),
     **dict.fromkeys(
-        ("lex_posting", "lex_doc", "lex_term", "embedding_set", "chunk", "chunk_embedding"),
+        (
+            "lex_posting",
+            "lex_doc",
+            "lex_gone",
+            "lex_term",
+            "embedding_set",
+            "chunk",
+            "chunk_embedding",
+        ),
         _RETRIEVAL,
     ),
     **dict.fromkeys(

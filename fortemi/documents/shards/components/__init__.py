@@ -2,8 +2,9 @@
 
 Adding a kind of data to shards is one module here: a :class:`Component` naming its
 tables, and one line in :data:`COMPONENTS`. Every memory table is either carried by a
-component or listed in :data:`DERIVED` (rebuilt by the database on import); a unit test
-reads the memory migrations and fails on a table neither accounts for.
+component, listed in :data:`DERIVED` (rebuilt by the database on import) or in
+:data:`LOCAL` (bookkeeping of one database's history); a unit test reads the memory
+migrations and fails on a table none accounts for.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ __all__ = [
     "CORE",
     "DERIVED",
     "FULL",
+    "LOCAL",
     "PROFILES",
     "ColumnLoss",
     "Component",
@@ -60,6 +62,12 @@ COMPONENTS: tuple[Component, ...] = (
 DERIVED: dict[str, str] = {
     "lex_posting": "lexical postings, rebuilt by the note triggers",
     "lex_doc": "lexical document lengths, rebuilt by the note triggers",
+}
+
+# Tables a shard never carries because they describe this database's own history, which
+# an imported memory starts without.
+LOCAL: dict[str, str] = {
+    "lex_gone": "lexical tombstones that in-process segments read; a new memory has none",
 }
 
 _TABLES = {table.name: table for component in COMPONENTS for table in component.tables}
