@@ -227,9 +227,11 @@ class RawSql:
     async def neighbourhood(self, start: UUID) -> int:
         """The walk and the edges among its nodes (one row of arrays): how many nodes and
         edges."""
+        # concepts: the GraphQL query selects communityLabel, for which the service runs
+        # the statement that also reads the nodes' concepts and their labels.
         sql, args = walk_statement(
             start, depth=DEPTH, max_nodes=MAX_NODES, min_score=0.0, max_edges_per_node=None,
-            gamma=1.0, visibility=_EVERYONE,
+            gamma=1.0, visibility=_EVERYONE, concepts=True,
         )  # fmt: skip
         row = await self._conn.fetchrow(sql, *args)
         return 0 if row is None else len(row["ids"]) + len(row["sources"] or ())

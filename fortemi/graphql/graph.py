@@ -11,14 +11,20 @@ commits while the walk runs, and the answer waits for it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from enum import Enum
 from typing import Annotated, cast
 from uuid import UUID
 
 import strawberry
-from strawberry.types.nodes import SelectedField, Selection
+from graphql import (
+    FieldNode,
+    FragmentDefinitionNode,
+    FragmentSpreadNode,
+    InlineFragmentNode,
+    SelectionNode,
+)
 
 from fortemi.graph import traversal as model
 from fortemi.graphql.context import Info
@@ -133,13 +139,21 @@ def _nodes(nodes: model.NodeColumns, gids: list[str]) -> Columns[GraphNode]:
     )
 
 
-def _edges(edges: model.EdgeColumns, gids: dict[UUID, str]) -> Columns[GraphEdge]:
+def _edges(edges: model.EdgeColumns, ids: Sequence[UUID], gids: list[str]) -> Columns[GraphEdge]:
     types = _EDGE_TYPES
+    if edges.source_at is not None and edges.target_at is not None:
+        # Each end's index among the nodes: list indexing, no UUID hashed.
+        sources = list(map(gids.__getitem__, edges.source_at))
+        targets = list(map(gids.__getitem__, edges.target_at))
+    else:
+        by_id = dict(zip(ids, gids, strict=True))
+        sources = list(map(by_id.__getitem__, edges.source))
+        targets = list(map(by_id.__getitem__, edges.target))
     return Columns(
         GraphEdge,
         {
-            "source": list(map(gids.__getitem__, edges.source)),
-            "target": list(map(gids.__getitem__, edges.target)),
+            "source": sources,
+            "target": targets,
             "edge_type": [types[kind] for kind in edges.kind],
             "score": edges.score,
             "rank": edges.rank,
@@ -174,17 +188,32 @@ def _meta(meta: model.GraphMeta) -> GraphMeta:
 _COMMUNITY_FIELDS = frozenset({"community", "communityConfidence", "communityLabel"})
 
 
-def _node_fields(selections: Sequence[Selection], inside: bool = False) -> set[str]:
+def _node_fields(
+    selections: Iterable[SelectionNode],
+    fragments: Mapping[str, FragmentDefinitionNode],
+    inside: bool = False,
+) -> set[str]:
     """The field names selected on ``nodes`` (through fragments too), so the service skips
-    what nobody asked for: Louvain and the concept reads are most of its Python time."""
+    what nobody asked for: Louvain and the concept reads are most of its Python time.
+
+    Read from graphql-core's syntax tree: strawberry's ``info.selected_fields`` converts
+    the whole selection (every field of every node and edge) into its own objects first."""
     names: set[str] = set()
     for selection in selections:
-        if not isinstance(selection, SelectedField):  # a fragment: same level
-            names |= _node_fields(selection.selections, inside)
-        elif inside:
-            names.add(selection.name)
-        elif selection.name == "nodes":
-            names |= _node_fields(selection.selections, True)
+        if isinstance(selection, FieldNode):
+            if inside:
+                names.add(selection.name.value)
+            elif selection.name.value == "nodes" and selection.selection_set is not None:
+                names |= _node_fields(selection.selection_set.selections, fragments, True)
+            continue
+        # A fragment: same level.
+        if isinstance(selection, FragmentSpreadNode):
+            fragment = fragments.get(selection.name.value)
+            found = None if fragment is None else fragment.selection_set
+        else:
+            found = cast(InlineFragmentNode, selection).selection_set
+        if found is not None:
+            names |= _node_fields(found.selections, fragments, inside)
     return names
 
 
@@ -209,7 +238,16 @@ class GraphQuery:
         ] = None,
     ) -> NoteGraph:
         start = parse_note_id(note_id)
-        asked = _node_fields([s for f in info.selected_fields for s in f.selections])
+        raw = info._raw_info  # graphql-core's resolve info, which strawberry keeps
+        asked = _node_fields(
+            [
+                selection
+                for node in raw.field_nodes
+                if node.selection_set is not None
+                for selection in node.selection_set.selections
+            ],
+            raw.fragments,
+        )
         # Read-only: the walk overlaps the audit write of the read scope, and nothing is
         # answered before that write commits (see Context.scoped_memory).
         memory, visibility = await info.context.scoped_memory(overlap=True)
@@ -235,10 +273,9 @@ class GraphQuery:
         # per node or edge (the ordinary path, if it must answer, builds them).
         ids = found.nodes.id
         node_gids = to_global_ids("Note", ids)
-        gids = dict(zip(ids, node_gids, strict=True))
         return NoteGraph(
             graph_version=found.version,
             nodes=cast(list[GraphNode], _nodes(found.nodes, node_gids)),
-            edges=cast(list[GraphEdge], _edges(found.edges, gids)),
+            edges=cast(list[GraphEdge], _edges(found.edges, ids, node_gids)),
             meta=_meta(found.meta),
         )

@@ -22,11 +22,9 @@ never waits for maintenance.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 from uuid import UUID
-
-import numpy as np
 
 from fortemi.graph.traversal.louvain import membership
 from fortemi.graph.traversal.models import EdgeColumns, NodeColumns
@@ -56,37 +54,44 @@ def partition(node_ids: Sequence[UUID], edges: EdgeColumns) -> tuple[list[int], 
     """Each node's community id and confidence, in the order of ``node_ids`` (see the
     module's docstring).
 
-    In numpy, one array operation per step rather than a Python loop over nodes or edges;
-    sums are accumulated in the same order as a loop over the pairs would (np.bincount
-    adds its weights in input order), so the confidences are the same floats to the bit.
-    """
-    n, m = len(node_ids), len(edges)
-    index = dict(zip(node_ids, range(n), strict=True))
-    source = np.fromiter(map(index.__getitem__, edges.source), np.intp, m)
-    target = np.fromiter(map(index.__getitem__, edges.target), np.intp, m)
-    lo, hi = np.minimum(source, target), np.maximum(source, target)
-    # One weight per pair: its strongest edge, floored; pairs in order of first appearance.
-    pairs, first, which = np.unique(lo * n + hi, return_index=True, return_inverse=True)
-    strongest = np.zeros(len(pairs))
-    np.maximum.at(strongest, which.reshape(-1), np.fromiter(edges.score, np.float64, m))
-    order = np.argsort(first)
-    a, b = lo[first[order]], hi[first[order]]
-    weight = np.maximum(strongest[order], _MIN_WEIGHT)
-    found = membership(n, np.stack((a, b), axis=1), weight)
-    # louvain numbers communities by first node; rank them by size, then first node (a
-    # stable sort by size keeps the first-node order among equals).
-    ranked = np.argsort(-np.bincount(found, minlength=1), kind="stable")
-    renumber = np.empty(len(ranked), dtype=np.intp)
-    renumber[ranked] = np.arange(len(ranked), dtype=np.intp)
-    # Each pair adds its weight to both ends, pair after pair: interleaved (a, b, a, b...).
-    ends = np.stack((a, b), axis=1).reshape(-1)
-    both = np.repeat(weight, 2)
-    total = np.bincount(ends, weights=both, minlength=n)
-    inside = np.bincount(ends, weights=both * np.repeat(found[a] == found[b], 2), minlength=n)
-    confidence = np.divide(inside, total, out=np.ones(n), where=total != 0)
-    community: list[int] = renumber[found].tolist()
-    shares: list[float] = confidence.tolist()
-    return community, shares
+    Plain Python over a few hundred pairs: a dict keeps each pair's strongest score in
+    order of first appearance, and the sums run over the pairs in that order, so the
+    confidences are the same floats as any loop over the pairs gives. (numpy paid more in
+    per-call overhead, ~15 array operations on arrays this small, than it saved.)"""
+    n = len(node_ids)
+    sources: Iterable[int]
+    targets: Iterable[int]
+    if edges.source_at is not None and edges.target_at is not None:
+        sources, targets = edges.source_at, edges.target_at
+    else:
+        index = dict(zip(node_ids, range(n), strict=True))
+        sources = map(index.__getitem__, edges.source)
+        targets = map(index.__getitem__, edges.target)
+    strongest: dict[tuple[int, int], float] = {}
+    get = strongest.get
+    for a, b, score in zip(sources, targets, edges.score, strict=True):
+        pair = (a, b) if a < b else (b, a)
+        known = get(pair)
+        if known is None or score > known:
+            strongest[pair] = score
+    pairs = list(strongest)
+    weights = [max(score, _MIN_WEIGHT) for score in strongest.values()]
+    found = membership(n, pairs, weights)
+    # louvain numbers communities by first node; rank them by size, then first node.
+    size = Counter(found)
+    renumber = [0] * len(size)
+    for rank, group in enumerate(sorted(size, key=lambda group: (-size[group], group))):
+        renumber[group] = rank
+    total = [0.0] * n
+    inside = [0.0] * n
+    for (a, b), weight in zip(pairs, weights, strict=True):
+        total[a] += weight
+        total[b] += weight
+        if found[a] == found[b]:
+            inside[a] += weight
+            inside[b] += weight
+    confidence = [1.0 if t == 0 else i / t for i, t in zip(inside, total, strict=True)]
+    return [renumber[group] for group in found], confidence
 
 
 def _winners(
@@ -131,7 +136,7 @@ async def assign_communities(
     if labels and concepts is not None and len(nodes):
         if carried is None:
             carried = await concepts.concept_ids(memory, list(nodes.id), conn=conn)
-        winners = _winners(dict(zip(nodes.id, groups, strict=True)), carried)
+        winners = _winners(dict(zip(nodes.id, groups, strict=True)), carried) if carried else {}
         if winners:
             if known_labels is not None:
                 found: Mapping[UUID, str] = known_labels

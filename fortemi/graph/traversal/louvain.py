@@ -22,8 +22,6 @@ import random
 from collections.abc import Sequence
 
 import igraph
-import numpy as np
-import numpy.typing as npt
 
 __all__ = ["louvain", "membership"]
 
@@ -31,8 +29,9 @@ _SEED = 0
 _RANDOM = random.Random(_SEED)  # noqa: S311 - a visiting order, not a secret
 igraph.set_random_number_generator(_RANDOM)
 
-Ints = npt.NDArray[np.intp]
-Floats = npt.NDArray[np.float64]
+# The C method under ``Graph.community_multilevel``: the membership list itself, without
+# the ``VertexClustering`` the wrapper builds around it (a Python pass over the nodes).
+_MULTILEVEL = igraph.GraphBase.community_multilevel
 
 
 def louvain(
@@ -42,25 +41,33 @@ def louvain(
 
     ``edges``: undirected ``(i, j, weight)`` with ``i != j``, weights > 0, each pair once.
     """
-    pairs = np.array([(i, j) for i, j, _ in edges], dtype=np.intp).reshape(-1, 2)
-    weights = np.array([weight for _, _, weight in edges], dtype=np.float64)
-    found: list[int] = membership(count, pairs, weights, resolution=resolution).tolist()
-    return found
+    return membership(
+        count,
+        [(i, j) for i, j, _ in edges],
+        [weight for _, _, weight in edges],
+        resolution=resolution,
+    )
 
 
-def membership(count: int, pairs: Ints, weights: Floats, *, resolution: float = 1.0) -> Ints:
-    """:func:`louvain` over arrays: ``pairs`` of shape (k, 2), ``weights`` of shape (k,)."""
-    if not len(pairs):
-        return np.arange(count, dtype=np.intp)
+def membership(
+    count: int,
+    pairs: Sequence[tuple[int, int]],
+    weights: Sequence[float],
+    *,
+    resolution: float = 1.0,
+) -> list[int]:
+    """:func:`louvain` over the pairs and their weights, as two lists.
+
+    Lists, not numpy arrays: igraph copies either into its own vectors, and from a list of
+    a few hundred tuples that is faster than through an array's buffer."""
+    if not pairs:
+        return list(range(count))
     graph = igraph.Graph(n=count, edges=pairs)
     _RANDOM.seed(_SEED)
-    found = np.asarray(
-        graph.community_multilevel(weights=weights, resolution=resolution).membership,
-        dtype=np.intp,
-    )
-    # Renumbered by first node: each label's first index, ranked.
-    _, first, inverse = np.unique(found, return_index=True, return_inverse=True)
-    rank = np.empty(len(first), dtype=np.intp)
-    rank[np.argsort(first)] = np.arange(len(first), dtype=np.intp)
-    renumbered: Ints = rank[inverse.reshape(-1)]
-    return renumbered
+    found: list[int] = _MULTILEVEL(graph, weights, False, resolution)
+    # Renumbered by first node.
+    first: dict[int, int] = {}
+    for community in found:
+        if community not in first:
+            first[community] = len(first)
+    return [first[community] for community in found]

@@ -201,6 +201,10 @@ class EdgeColumns:
     model: Sequence[str | None]
     computed_at: Sequence[datetime]
     bidirectional: Sequence[bool]
+    # Each end's index in the neighbourhood's node order, when the reader knows it (the
+    # walk does): its consumers then index lists rather than hash a UUID per end.
+    source_at: Sequence[int] | None = None
+    target_at: Sequence[int] | None = None
 
     def __len__(self) -> int:
         return len(self.source)
@@ -241,6 +245,8 @@ class EdgeColumns:
             if isinstance(computed_at, IsoTimes)
             else pick(computed_at),
             pick(self.bidirectional),
+            None if self.source_at is None else pick(self.source_at),
+            None if self.target_at is None else pick(self.target_at),
         )
 
 

@@ -138,22 +138,29 @@ GROUP BY k.other
 """.replace("{neighbours}", _neighbours("w.frontier"))
 
 # Without k nothing needs ranking per frontier node, so the seen are dropped first and
-# readability is checked once per new node rather than once per link.
+# readability is checked once per new node rather than once per link. A semantic link is
+# stored both ways, so (frontier node, new node, kind) can come twice: grouped by that
+# triple first, then by the new node, both hash aggregates, where a
+# ``count(DISTINCT (f, kind))`` made PostgreSQL sort every link row of the level.
 _ALL_CANDIDATES = """
 SELECT g.other, g.best, g.edges FROM (
-    SELECT a.other, max(a.s) AS best, count(DISTINCT (a.f, a.kind))::int AS edges
+    SELECT p.other, max(p.s) AS best, count(*)::int AS edges
     FROM (
-        SELECT l.source_id AS f, l.target_id AS other, l.kind, {norm} AS s
-        FROM note_link l CROSS JOIN bounds b
-        WHERE l.source_id = ANY(w.frontier) AND {traversable}
-        UNION ALL
-        SELECT l.target_id, l.source_id, l.kind, {norm}
-        FROM note_link l CROSS JOIN bounds b
-        WHERE l.target_id = ANY(w.frontier) AND {traversable}
-    ) AS a
-    LEFT JOIN unnest(w.seen) AS s(id) ON s.id = a.other
-    WHERE s.id IS NULL AND a.s >= :min_score::float8
-    GROUP BY a.other
+        SELECT a.f, a.other, a.kind, max(a.s) AS s
+        FROM (
+            SELECT l.source_id AS f, l.target_id AS other, l.kind, {norm} AS s
+            FROM note_link l CROSS JOIN bounds b
+            WHERE l.source_id = ANY(w.frontier) AND {traversable}
+            UNION ALL
+            SELECT l.target_id, l.source_id, l.kind, {norm}
+            FROM note_link l CROSS JOIN bounds b
+            WHERE l.target_id = ANY(w.frontier) AND {traversable}
+        ) AS a
+        LEFT JOIN unnest(w.seen) AS s(id) ON s.id = a.other
+        WHERE s.id IS NULL AND a.s >= :min_score::float8
+        GROUP BY a.f, a.other, a.kind
+    ) AS p
+    GROUP BY p.other
 ) AS g
 JOIN note ON note.id = g.other
 WHERE {visible}
@@ -221,20 +228,49 @@ CROSS JOIN (
 
 # The traversable links among ``{ids}``, one row per (unordered pair, kind) in its stronger
 # direction, ordered by the pair then kind; ``{source}`` is what the links are joined to.
+# Each (source, kind, target) is one row (the primary key), so a pair has at most two rows
+# of a kind: ``lo -> hi`` and ``hi -> lo``. One grouping by (pair, kind) takes each
+# direction's values with FILTERed aggregates (each over at most one row), and the outer
+# select keeps the stronger direction (``lo -> hi`` on a tie: the smaller source). That is
+# one sort of the links; a window count per pair and a DISTINCT ON sorted them twice.
 _EDGE_ROWS = """
-SELECT DISTINCT ON (lo, hi, kind)
-       source_id, target_id, kind, score, rank, set_id, model, computed_at,
-       count(*) OVER (PARTITION BY lo, hi, kind) > 1 AS bidirectional, lo, hi
+SELECT CASE WHEN g.up THEN g.lo ELSE g.hi END AS source_id,
+       CASE WHEN g.up THEN g.hi ELSE g.lo END AS target_id,
+       g.kind,
+       CASE WHEN g.up THEN g.s_up ELSE g.s_down END AS score,
+       CASE WHEN g.up THEN g.r_up ELSE g.r_down END AS rank,
+       CASE WHEN g.up THEN g.set_up ELSE g.set_down END AS set_id,
+       CASE WHEN g.up THEN g.m_up ELSE g.m_down END AS model,
+       CASE WHEN g.up THEN g.c_up ELSE g.c_down END AS computed_at,
+       g.s_up IS NOT NULL AND g.s_down IS NOT NULL AS bidirectional, g.lo, g.hi
 FROM (
-    SELECT l.source_id, l.target_id, l.kind, {norm} AS score, l.rank, l.set_id, l.model,
-           l.computed_at, least(l.source_id, l.target_id) AS lo,
-           greatest(l.source_id, l.target_id) AS hi
-    FROM {source}note_link l
-    CROSS JOIN bounds b
-    JOIN unnest({ids}) AS t(id) ON t.id = l.target_id
-    WHERE l.source_id = ANY({ids}) AND {traversable} AND {norm} >= :min_score::float8
-) AS e
-ORDER BY lo, hi, kind, score DESC, source_id
+    SELECT d.*, d.s_down IS NULL OR d.s_up >= d.s_down AS up
+    FROM (
+        SELECT e.lo, e.hi, e.kind,
+               max(e.score) FILTER (WHERE e.up) AS s_up,
+               max(e.score) FILTER (WHERE NOT e.up) AS s_down,
+               max(e.rank) FILTER (WHERE e.up) AS r_up,
+               max(e.rank) FILTER (WHERE NOT e.up) AS r_down,
+               max(e.set_id) FILTER (WHERE e.up) AS set_up,
+               max(e.set_id) FILTER (WHERE NOT e.up) AS set_down,
+               max(e.model) FILTER (WHERE e.up) AS m_up,
+               max(e.model) FILTER (WHERE NOT e.up) AS m_down,
+               max(e.computed_at) FILTER (WHERE e.up) AS c_up,
+               max(e.computed_at) FILTER (WHERE NOT e.up) AS c_down
+        FROM (
+            SELECT least(l.source_id, l.target_id) AS lo,
+                   greatest(l.source_id, l.target_id) AS hi, l.kind,
+                   l.source_id < l.target_id AS up, {norm} AS score, l.rank, l.set_id,
+                   l.model, l.computed_at
+            FROM {source}note_link l
+            CROSS JOIN bounds b
+            JOIN unnest({ids}) AS t(id) ON t.id = l.target_id
+            WHERE l.source_id = ANY({ids}) AND {traversable} AND {norm} >= :min_score::float8
+        ) AS e
+        GROUP BY e.lo, e.hi, e.kind
+    ) AS d
+) AS g
+ORDER BY g.lo, g.hi, g.kind
 """
 
 
@@ -314,7 +350,8 @@ class WalkResult:
     cut: bool  # maxNodes stopped the walk
     reached: int  # the depth of the last level the walk expanded to
     cut_edges: int  # edges from the frontier into the nodes left out at the cut
-    # With concepts: each returned node's concept ids, and those concepts' labels.
+    # With concepts: the concept ids of each returned node that carries any, and those
+    # concepts' labels.
     concepts: dict[UUID, frozenset[UUID]] | None = None
     labels: dict[UUID, str] | None = None
 
@@ -395,6 +432,13 @@ class TraversalRepository:
         reached, found, cut, cut_edges, ids, titles, depths, archived, created, updated = row[:10]
         edges = row[10:19] if row[10] is not None else ([],) * 9
         sources, targets, kinds, scores, ranks, set_ids, models, computed, bidirectional = edges
+        # Each end's index among the nodes, found once here for all who need it (the
+        # communities, the response's global ids): a UUID's hash is computed anew at every
+        # lookup. (Read in SQL, it made the planner, which cannot size an unnested array,
+        # pick a nested loop over the nodes.)
+        index = dict(zip(ids, range(len(ids)), strict=True))
+        sources_at = list(map(index.__getitem__, sources))
+        targets_at = list(map(index.__getitem__, targets))
         unset = (None,) * len(ids)
         carried: dict[UUID, frozenset[UUID]] | None = None
         labels: dict[UUID, str] | None = None
@@ -403,7 +447,8 @@ class TraversalRepository:
             grouped: dict[UUID, set[UUID]] = {}
             for note, concept in zip(notes, concept_ids, strict=True):
                 grouped.setdefault(note, set()).add(concept)
-            carried = {note: frozenset(grouped.get(note, ())) for note in ids}
+            # Only the notes that carry a concept: the others count for no label.
+            carried = {note: frozenset(concepts) for note, concepts in grouped.items()}
             labels = dict(zip(label_ids, label_texts, strict=True))
         return WalkResult(
             nodes=NodeColumns(
@@ -427,6 +472,8 @@ class TraversalRepository:
                 model=models,
                 computed_at=IsoTimes(computed),
                 bidirectional=bidirectional,
+                source_at=sources_at,
+                target_at=targets_at,
             ),
             found=found,
             cut=cut,

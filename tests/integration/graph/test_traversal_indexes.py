@@ -1,5 +1,6 @@
-"""The traversal's statements can use the links migration's covering indexes: their
-predicate must stay the one the statements filter on, or the planner falls back to the heap."""
+"""The traversal's statements can use the covering indexes of the links migration and of
+the live notes' read scope: their predicates must stay the ones the statements filter on,
+or the planner falls back to the heap."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ async def test_the_walk_and_the_edges_are_index_only_scans_of_the_traversable_li
     )
     async with db.connection() as conn:
         await conn.execute(f"VACUUM {memory_schema(memory)}.note_link")  # the visibility map
+        await conn.execute(f"VACUUM {memory_schema(memory)}.note")
     walk_sql, walk_args = walk_statement(
         a, depth=3, max_nodes=50, min_score=0.0, max_edges_per_node=None, gamma=1.0,
         visibility=None,
@@ -35,4 +37,6 @@ async def test_the_walk_and_the_edges_are_index_only_scans_of_the_traversable_li
     # The walk's statement reads the edges among its nodes too: the source index again.
     assert walk.count("Index Only Scan using note_link_walk_source_idx") >= 2
     assert "Index Only Scan using note_link_walk_target_idx" in walk
+    # Each note reached is checked live and readable without reading its row.
+    assert "Index Only Scan using note_live_scope_idx" in walk
     assert "Index Only Scan using note_link_walk_source_idx" in edges

@@ -1,5 +1,6 @@
 """The walk reads the edges among its nodes in the same statement: they must be exactly the
-edges the standalone read gives for the same nodes."""
+edges the standalone read gives for the same nodes, and each end's index must point at that
+end among the walk's nodes."""
 
 from __future__ import annotations
 
@@ -41,3 +42,7 @@ async def test_the_walks_edges_are_the_standalone_edge_read_of_its_nodes(
     assert len(returned) > 3
     assert len(walk.edges)
     assert walk.edges.rows() == alone
+    assert walk.edges.source_at is not None
+    assert walk.edges.target_at is not None
+    assert [returned[i] for i in walk.edges.source_at] == list(walk.edges.source)
+    assert [returned[i] for i in walk.edges.target_at] == list(walk.edges.target)

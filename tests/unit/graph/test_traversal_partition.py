@@ -1,4 +1,4 @@
-"""The neighbourhood's partition bookkeeping in numpy gives what the loop over pairs gave:
+"""The neighbourhood's partition gives what the reference loop over pairs gave:
 the same communities, ids and confidences (to the bit), on 20 random sub-graphs."""
 
 from __future__ import annotations
