@@ -152,10 +152,17 @@ class LexicalLeg:
             return await self._exhaustive(conn, bm25, query, note_filter, fetch, given)
         if unfiltered:
             return ranked
-        ids = [note_id for note_id, _ in ranked]
-        passing = await self._repository.passing(conn, note_conditions(note_filter, query, ids))
-        found = [(note_id, score) for note_id, score in ranked if note_id in passing][:fetch]
-        if len(found) < fetch and len(ranked) == first:
+        # The best page is checked first (usually it passes whole), then the rest at once.
+        found: list[tuple[UUID, float]] = []
+        for page in (ranked[:fetch], ranked[fetch:]):
+            if not page:
+                break
+            ids = [note_id for note_id, _ in page]
+            passing = await self._repository.passing(conn, note_conditions(note_filter, query, ids))
+            found += [(note_id, score) for note_id, score in page if note_id in passing]
+            if len(found) >= fetch:
+                return found[:fetch]
+        if len(ranked) == first:
             trace.path = LexicalPath.EXHAUSTIVE
             found = await self._exhaustive(conn, bm25, query, note_filter, fetch, weights)
         return found

@@ -179,8 +179,10 @@ def rank(
             c = weight * tf_ * (k1 + 1) / (tf_ + k1 * (1 - b + b * dl_ / avgdl))
             extra[note_id] = extra.get(note_id, 0.0) + c
         read += len(fresh)
-    found = _best(segment, notes, parts, k) + [(n, _round(s)) for n, s in extra.items()]
-    found.sort(key=lambda hit: (-hit[1], hit[0]))
+    found = _best(segment, notes, parts, k)  # in order: by score, then number (= id)
+    if extra:
+        found += [(n, _round(s)) for n, s in extra.items()]
+        found.sort(key=lambda hit: (-hit[1], hit[0]))
     return Ranking(found[:k], docs, avgdl, read, total, weights)
 
 
@@ -201,7 +203,8 @@ def _best(
         keep = rounded >= kth
         hit, rounded = hit[keep], rounded[keep]
     order = np.lexsort((hit, -rounded))[:k]
-    return [(segment.ids[int(hit[i])], float(rounded[i])) for i in order]
+    ids = segment.ids
+    return [(ids[n], s) for n, s in zip(hit[order].tolist(), rounded[order].tolist(), strict=True)]
 
 
 def _round(score: float) -> float:
