@@ -14,10 +14,12 @@ embedding job is pending and every chunk is embedded (bounded by ``--timeout``, 
 "notes/s loaded" is the corpus over the upsert calls; "notes/s until searchable" is the
 corpus over the time from the first upsert to the poll that found the index complete.
 
-Then, once the memory's lexical segment answers (the first search starts its build; the
-wait is printed), every query of the split's qrels goes through GraphQL ``search`` (limit
-100), one at a time over one keep-alive connection, once per run: LEXICAL (the default
-path: the segment), LEXICAL-EXHAUSTIVE (``lexicalPruning: false``),
+Then the worker is stopped (the graph's jobs it would run next, tagging and linking, would
+take the CPU the searches are timed on) and, once the memory's lexical segment answers
+(the first search starts its build; the wait is printed), every query of the split's
+qrels goes through GraphQL ``search`` (limit 100), one at a time over one keep-alive
+connection, once per run: LEXICAL (the default path: the segment), LEXICAL-EXHAUSTIVE
+(``lexicalPruning: false``),
 SEMANTIC, HYBRID with RRF and HYBRID with RSF, after ``--warmup`` uncounted queries each.
 Hits map back to documents through ``note { externalId }``. Latency is the client's, from
 the request to the last byte of the response; ``tookMs`` is the server's own figure.
@@ -599,6 +601,9 @@ async def _run(
                     await _ingest(api, data, args, ingest, worker)
                     ingest.server_cpu = server.cpu_seconds() - cpu[0]
                     ingest.worker_cpu = worker.cpu_seconds() - cpu[1]
+                    # The index is complete; the worker would go on with the graph's jobs
+                    # (tagging, linking) and take the CPU the searches are timed on.
+                    await worker.stop()
                 await _segment_ready(api, next(iter(data.queries.values())))
                 for i, label in enumerate(runs):
                     print(f"searching: {label} ...", flush=True)
