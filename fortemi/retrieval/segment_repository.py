@@ -25,6 +25,9 @@ _SNAPSHOT = (
     "SELECT pg_current_snapshot()::text AS snapshot, 'lex_doc'::regclass::oid::int8 AS relation"
 )
 _DOCS = "SELECT note_id, dl FROM lex_doc ORDER BY note_id"
+# The planner's row estimate (kept by ANALYZE and autovacuum): a memory far over the budget
+# is not read into RAM only to be dropped.
+_ESTIMATE = "SELECT greatest(reltuples, 0)::int8 FROM pg_class WHERE oid = 'lex_posting'::regclass"
 # Each term's postings as two big-endian int4 arrays in one bytea each: note numbers
 # (the note's place in id order) ascending, and term frequencies. numpy reads them as
 # they come; decoding millions of rows one by one would take seconds.
@@ -81,6 +84,10 @@ class Changes:
 
 
 class SegmentRepository:
+    async def estimated_postings(self, conn: Connection) -> int:
+        """About how many postings the memory has (0 before its first ANALYZE)."""
+        return int(await conn.fetchval(_ESTIMATE) or 0)
+
     async def build(self, conn: Connection) -> Segment:
         """The memory's whole lexical index as the transaction's snapshot holds it."""
         head = await conn.fetchrow(_SNAPSHOT)

@@ -101,7 +101,10 @@ class Segments:
         started = time.monotonic()
         try:
             async with self._db.memory_transaction(memory, isolation="repeatable_read") as conn:
-                segment = await self._repository.build(conn)
+                if await self._repository.estimated_postings(conn) > 2 * self._budget:
+                    segment = None  # far too big: not read at all
+                else:
+                    segment = await self._repository.build(conn)
             async with self._db.memory_transaction(memory) as conn:
                 await self._repository.forget_tombstones(conn, TOMBSTONE_RETENTION)
         except asyncio.CancelledError:
@@ -110,7 +113,7 @@ class Segments:
             log.warning("lexical segment of %s not built: %s", memory, type(exc).__name__)
             self._held.pop(memory, None)
             return
-        if segment.postings > self._budget:
+        if segment is None or segment.postings > self._budget:
             self._too_big[memory] = time.monotonic()
             self._held.pop(memory, None)
             return

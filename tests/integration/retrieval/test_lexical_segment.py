@@ -256,3 +256,26 @@ async def test_a_build_forgets_tombstones_older_than_any_readable_segment(
     async with db.memory_transaction(memory) as conn:
         kept = [row["note_id"] for row in await conn.fetch("SELECT note_id FROM lex_gone")]
     assert kept == [recent]
+
+
+async def test_a_memory_far_over_the_budget_is_not_even_read(
+    db: Database, memory: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    notes = _notes(db)
+    for _ in range(5):
+        await notes.create(memory, NoteDraft(content="kettle harbor meadow walnut"), actor="t")
+    async with db.memory_transaction(memory) as conn:
+        await conn.execute("ANALYZE lex_posting")  # the estimate the build looks at: 20
+    segments = Segments(db, budget=9)
+    reads: list[str] = []
+
+    async def build(conn: object) -> None:
+        reads.append("read")
+        raise AssertionError("a memory over twice the budget was read")
+
+    monkeypatch.setattr(segments.repository, "build", build)
+    try:
+        assert await segments.ready(memory) is None
+        assert reads == []
+    finally:
+        await segments.close()
