@@ -133,6 +133,10 @@ async def test_a_bad_vault_name_or_token_is_one_line_and_a_nonzero_exit(
     assert "Traceback" not in err
 
 
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 async def test_watch_syncs_a_changed_file_and_stops_cleanly_on_ctrl_c(
     live_server: str, syncer: str, homelab_memory: str, tmp_path: Path
 ) -> None:
@@ -150,6 +154,9 @@ async def test_watch_syncs_a_changed_file_and_stops_cleanly_on_ctrl_c(
         env=_env(live_server, syncer),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        # Ctrl-C as a terminal delivers it, even when this session was started in the
+        # background of a shell, which makes its children ignore SIGINT.
+        preexec_fn=_sigint_default,
     )
     assert process.stdout is not None
     assert process.stderr is not None
