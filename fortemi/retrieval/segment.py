@@ -140,9 +140,11 @@ def rank(
 ) -> Ranking:
     """The exact BM25 top ``k`` for ``terms`` (lexeme, query frequency) over the segment
     updated by ``delta``."""
-    stale = np.zeros(segment.size, dtype=bool)
     known = [segment.numbers[n] for n in delta.changed if n in segment.numbers]
-    stale[known] = True
+    stale = None
+    if known:  # a mask over every note only when some changed (not the usual case)
+        stale = np.zeros(segment.size, dtype=bool)
+        stale[known] = True
     docs = segment.size - len(known) + len(delta.lengths)
     length_sum = segment.length_sum - int(segment.lengths[known].sum())
     length_sum += sum(delta.lengths.values())
@@ -157,7 +159,7 @@ def rank(
     for lexeme, qtf in terms:
         held = segment.terms.get(lexeme)
         # Nothing changed since the build (the usual case): every posting held counts.
-        kept = None if held is None or not known else ~stale[held.notes]
+        kept = None if held is None or stale is None else ~stale[held.notes]
         fresh = delta.postings.get(lexeme, ())
         mine = 0 if held is None else len(held.notes) if kept is None else int(kept.sum())
         df = mine + len(fresh)
