@@ -2,7 +2,7 @@
 
 ``python -m benchmarks.beir --dataset DIR [--split test] [--home DIR] [--batch 200]
 [--timeout 3600] [--stall 60] [--no-exact-dense] [--limit-docs N] [--limit-queries N]
-[--lexical-only]``
+[--lexical-only] [--keep-memory]``
 
 The corpus of any BEIR-format folder (see :mod:`benchmarks._ir`) goes into one fresh
 memory through GraphQL ``upsertExternalNotes`` (source ``beir``, external id = the
@@ -572,7 +572,11 @@ async def _run(
             f"{DEPTH}, {len(runs)} runs, {args.warmup} warm-up queries each, other arguments "
             "at their defaults",
         ),
-        ("memory", f"{memory}, fresh, dropped at the end"),
+        (
+            "memory",
+            f"{memory}, fresh, "
+            + (f"kept in {home}" if args.keep_memory else "dropped at the end"),
+        ),
     ]
     print_setup("benchmarks.beir: nDCG@10 and Recall@100 through GraphQL search", setup)
     print("baselines: bm25s ...", flush=True)
@@ -616,7 +620,8 @@ async def _run(
         ingest.problem = f"{type(exc).__name__}: {exc}"
         print(f"server phase stopped: {ingest.problem}", flush=True)
     finally:
-        await memories.delete(memory, confirm=memory)
+        if not args.keep_memory:
+            await memories.delete(memory, confirm=memory)
         await db.close()
     print()
     comparable = args.dataset.resolve().name == "scifact" and args.split == "test" and not trial
@@ -656,12 +661,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="only the LEXICAL runs: no worker, no embedding, searched once loaded",
     )
     parser.add_argument("--home", help="FORTEMI_HOME to use (default: a fresh temporary one)")
+    parser.add_argument(
+        "--keep-memory",
+        action="store_true",
+        help="leave the loaded memory in --home to look at or search later (needs --home)",
+    )
     server_options(parser)
     args = parser.parse_args(argv)
     if min(args.batch, args.worker_threads) < 1 or min(args.timeout, args.stall) <= 0:
         parser.error("--batch, --worker-threads, --timeout and --stall must be positive")
     if args.warmup < 0:
         parser.error("--warmup must not be negative")
+    if args.keep_memory and args.home is None:
+        parser.error("--keep-memory needs --home: a temporary home is removed at the end")
     if (args.limit_docs or 1) < 1 or (args.limit_queries or 1) < 1:
         parser.error("--limit-docs and --limit-queries must be positive")
     try:

@@ -90,6 +90,17 @@ class LexicalExplain:
     )
 
 
+@strawberry.type(description="How the semantic leg searched for this query")
+class SemanticExplain:
+    path: str = strawberry.field(
+        description="Each search the leg made, in order, comma-separated: hnsw (the "
+        "index), scan (a small set read exactly), exact (every chunk passing the filters)"
+    )
+    ef_search: int | None = strawberry.field(
+        description="The HNSW candidate list (hnsw.ef_search); null when no index search ran"
+    )
+
+
 @strawberry.type
 class SearchResults:
     hits: list[SearchHit]
@@ -99,6 +110,9 @@ class SearchResults:
     fusion: SearchFusion | None
     lexical: LexicalExplain | None = strawberry.field(
         description="What the lexical leg read (with explain)"
+    )
+    semantic: SemanticExplain | None = strawberry.field(
+        description="How the semantic leg searched (with explain)"
     )
 
 
@@ -197,6 +211,9 @@ def _results(outcome: model.SearchOutcome, *, explain: bool) -> SearchResults:
             path=read.path, postings_read=read.postings_read, postings_total=read.postings_total
         )
         if explain and read is not None
+        else None,
+        semantic=SemanticExplain(path=outcome.semantic_path, ef_search=outcome.ef_search)
+        if explain and outcome.semantic_path is not None
         else None,
         hits=[_hit(hit, explain=explain) for hit in outcome.hits],
         degraded=outcome.degraded,

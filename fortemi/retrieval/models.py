@@ -107,6 +107,8 @@ class SearchOutcome:
     fusion: FusionPlan | None
     took_ms: float
     ef_search: int | None = None  # the HNSW candidate list the semantic leg used
+    # each search of the semantic leg, in order: hnsw, scan or exact; None: it made none
+    semantic_path: str | None = None
     lexical: LexicalExplain | None = None  # what the lexical leg read (None: it did not run)
 
 

@@ -113,13 +113,14 @@ class ChunkRow:
 
 @dataclass(frozen=True, slots=True)
 class SemanticRow:
-    """A note found by the semantic leg: its best chunk's cosine distance and id, and how
-    many chunks the index offered (None for an exact read)."""
+    """A note found by the semantic leg: its best chunk's cosine distance and id, how many
+    chunks the candidate list held and of how many notes (None for an exact read)."""
 
     note_id: UUID
     distance: float
     chunk_id: int
     offered: int | None
+    offered_notes: int | None = None
 
 
 # What other features read of a note's vectors (through fortemi.retrieval.service). The
@@ -196,11 +197,21 @@ class RetrievalRepository:
     # -- embeddings ------------------------------------------------------------------------
 
     async def nearest(
-        self, conn: Connection, chosen: EmbeddingSet, where: Where, chunks: int, fetch: int
+        self,
+        conn: Connection,
+        chosen: EmbeddingSet,
+        where: Where,
+        chunks: int,
+        fetch: int,
+        *,
+        scan: bool = False,
     ) -> list[SemanticRow]:
         """From the ``chunks`` chunks nearest ``where``'s leading vector ($1) in the set's
-        HNSW index, the best per note, for up to ``fetch`` notes passing ``where``."""
+        HNSW index, the best per note, for up to ``fetch`` notes passing ``where``. With
+        ``scan`` the ``chunks`` nearest are found exactly, by reading every vector of the set
+        (a top-N sort; the ``+ 0`` keeps the planner off the index)."""
         distance = f"e.embedding::{chosen.cast} <=> $1::{chosen.cast}"
+        order = f"({distance}) + 0" if scan else distance
         # The set's id and the row counts are spliced in as constants (ours, integers): a
         # generic plan with the id as a parameter cannot use the set's partial index, and
         # with the counts as parameters custom plans were measured 3 to 10 times slower.
@@ -210,14 +221,16 @@ class RetrievalRepository:
                 SELECT e.note_id, e.chunk_id, {distance} AS d
                 FROM chunk_embedding e
                 WHERE e.set_id = {int(chosen.id)}
-                ORDER BY {distance}
+                ORDER BY {order}
                 LIMIT {int(chunks)}
             ),
             best AS (
                 SELECT DISTINCT ON (note_id) note_id, chunk_id, d
                 FROM nearest ORDER BY note_id, d, chunk_id
             )
-            SELECT best.note_id, best.d, best.chunk_id, (SELECT count(*) FROM nearest) AS offered
+            SELECT best.note_id, best.d, best.chunk_id,
+                   (SELECT count(*) FROM nearest) AS offered,
+                   (SELECT count(*) FROM best) AS offered_notes
             FROM best JOIN note ON note.id = best.note_id
             WHERE {where.sql()}
             ORDER BY best.d, best.note_id
@@ -225,7 +238,12 @@ class RetrievalRepository:
             """,  # noqa: S608 - the set's id and checked dimension, row counts; values are parameters
             *where.args,
         )
-        return [SemanticRow(r["note_id"], float(r["d"]), r["chunk_id"], r["offered"]) for r in rows]
+        return [
+            SemanticRow(
+                r["note_id"], float(r["d"]), r["chunk_id"], r["offered"], r["offered_notes"]
+            )
+            for r in rows
+        ]
 
     async def exact(
         self, conn: Connection, chosen: EmbeddingSet, where: Where, fetch: int

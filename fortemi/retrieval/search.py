@@ -46,7 +46,7 @@ from fortemi.retrieval.models import (
 from fortemi.retrieval.query import ParsedQuery, parse_query
 from fortemi.retrieval.repository import RetrievalRepository
 from fortemi.retrieval.segments import Segments
-from fortemi.retrieval.semantic import SemanticAsk, SemanticLeg
+from fortemi.retrieval.semantic import MAX_CANDIDATES, SemanticAsk, SemanticLeg, SemanticUse
 from fortemi.retrieval.sets import EmbeddingSets
 
 __all__ = [
@@ -65,7 +65,7 @@ __all__ = [
 ]
 
 MAX_LIMIT = 100
-MIN_EF, MAX_EF = 10, 1000
+MIN_EF, MAX_EF = 10, MAX_CANDIDATES
 
 _Embedding = tuple[SemanticModel | None, npt.NDArray[np.float32] | None, str | None]
 
@@ -80,11 +80,10 @@ class _Run:
     limit: int
     asked_ef: int | None
     fetch: int
-    chunks: int
     embedding: asyncio.Task[_Embedding] | None
     lexical: Candidates = field(default_factory=Candidates)
     semantic: Candidates = field(default_factory=Candidates)
-    used_ef: list[int] = field(default_factory=list)
+    used: SemanticUse = field(default_factory=SemanticUse)
     traces: list[LexicalTrace] = field(default_factory=list)
     unembedded: list[str] = field(default_factory=list)
     degraded: str | None = None
@@ -132,7 +131,7 @@ class SearchService:
         fusion: FusionPlan | None = None
         try:
             for scope in scopes:
-                ef = self._semantic.starting_ef(scope.memory, run.asked_ef, run.chunks)
+                ef = self._semantic.starting_ef(scope.memory, run.asked_ef)
                 local = None if run.embedding is None else {"hnsw.ef_search": ef}
                 # One snapshot for every statement of the legs (the lexical paths run
                 # several); a read-only REPEATABLE READ transaction never fails to serialize,
@@ -162,7 +161,8 @@ class SearchService:
             query_type=run.query.type,
             fusion=fusion,
             took_ms=(time.perf_counter() - started) * 1000,
-            ef_search=max(run.used_ef) if run.used_ef else None,
+            ef_search=max(run.used.ef) if run.used.ef else None,
+            semantic_path=run.used.path,
             lexical=_explain(run.traces),
         )
 
@@ -187,9 +187,6 @@ class SearchService:
             limit=limit,
             asked_ef=asked_ef,
             fetch=fetch,
-            # HNSW returns at most ef_search rows: enough chunks that deduping to notes
-            # keeps ``fetch`` of them.
-            chunks=min(fetch * 3, MAX_EF),
             embedding=embedding,
         )
 
@@ -217,10 +214,9 @@ class SearchService:
         if semantic is None or vector is None:
             return
         ask = SemanticAsk(
-            semantic, vector, run.query, note_filter, run.fetch, run.chunks, run.asked_ef,
-            started_ef,
-        )  # fmt: skip
-        found = await self._semantic.rank(conn, memory, ask, run.used_ef)
+            semantic, vector, run.query, note_filter, run.fetch, run.asked_ef, started_ef
+        )
+        found = await self._semantic.rank(conn, memory, ask, run.used)
         if found is None:
             run.unembedded.append(memory)
         for note_id, similarity, chunk_id in found or ():

@@ -234,18 +234,20 @@ class EmbeddingSets:
         row = await conn.fetchrow(_FIND.sql, *_FIND.args(name=name))
         return EMBEDDING_SET.from_record(row) if row else None
 
-    async def chunk_estimate(self, conn: Connection, chosen: EmbeddingSet) -> int:
-        """About how many vectors ``chosen`` holds, from PostgreSQL's statistics (no scan):
-        the live rows of the memory's embedding table, which the statistics system keeps
-        within seconds of every commit, or the set index's own count when that is larger
-        (statistics reset). Rows of the memory's other sets count too: at worst a larger
-        candidate list, never a smaller one."""
-        estimate = await conn.fetchval(
+    async def size_estimate(self, conn: Connection, chosen: EmbeddingSet) -> tuple[int, int]:
+        """About how many vectors ``chosen`` holds and how many notes the memory has, from
+        PostgreSQL's statistics (no scan): the live rows of the memory's embedding and note
+        tables, which the statistics system keeps within seconds of every commit, or for the
+        vectors the set index's own count when that is larger (statistics reset). Rows of
+        the memory's other sets count too: at worst a larger candidate list, never a smaller
+        one."""
+        row = await conn.fetchrow(
             "SELECT greatest(pg_stat_get_live_tuples('chunk_embedding'::regclass)::float8, "
-            "(SELECT reltuples FROM pg_class WHERE oid = to_regclass($1))::float8, 0)",
+            "(SELECT reltuples FROM pg_class WHERE oid = to_regclass($1))::float8, 0) AS chunks, "
+            "pg_stat_get_live_tuples('note'::regclass) AS notes",
             chosen.index_name,
         )
-        return int(estimate or 0)
+        return (0, 0) if row is None else (int(row["chunks"] or 0), int(row["notes"] or 0))
 
     async def ensure(
         self, conn: Connection, model: str, dimension: int, composition: DocumentComposition

@@ -372,3 +372,28 @@ async def test_a_named_vault_scopes_the_plan_to_its_notes(
     assert error_codes(elsewhere) == ["NOT_FOUND"]
     nothing = await _plan(client, homelab, charlie, question=question, vault="another")
     assert (nothing["abstained"], nothing["reason"]) == (True, "no_matching_notes")
+
+
+async def test_search_explains_whether_the_semantic_leg_scanned_or_searched_the_index(
+    client: httpx.AsyncClient, homelab: str, issuer: LocalIssuer
+) -> None:
+    _, charlie = _user(issuer, "charlie")
+    query = """query($ef: Int) {
+      search(query: "how are backups restored", mode: SEMANTIC, explain: true, efSearch: $ef) {
+        hits { note { id } } semantic { path efSearch } } }"""
+    answers = []
+    for ef in (None, 64):
+        response = await client.post(
+            "/graphql",
+            json={"query": query, "variables": {"ef": ef}},
+            headers={"Authorization": f"Bearer {charlie}", "X-Fortemi-Memory": homelab},
+        )
+        body = response.json()
+        assert "errors" not in body, body
+        answers.append(body["data"]["search"])
+    scanned, searched = answers
+    # The vault's few hundred chunks are read exactly; asked for a list, the index answers.
+    assert scanned["semantic"] == {"path": "scan", "efSearch": None}
+    assert searched["semantic"]["path"] == "hnsw"
+    assert searched["semantic"]["efSearch"] >= 64
+    assert scanned["hits"][0] == searched["hits"][0]

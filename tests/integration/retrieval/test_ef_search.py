@@ -19,9 +19,16 @@ async def test_the_default_ef_search_follows_the_size_of_the_embedding_set(
     await index(note)
     small = await find("a sleepy cat", mode=SearchMode.SEMANTIC)
     assert small.hits[0].note_id == note
-    assert small.ef_search == 150  # limit 10 takes 150 chunks; a tiny set needs no more
+    # A set small beside the chunks a search takes is read exactly: no index search.
+    assert small.semantic_path == "scan"
+    assert small.ef_search is None
     asked = await find("a sleepy cat", mode=SearchMode.SEMANTIC, ef_search=40)
-    assert asked.ef_search == 150  # never fewer candidates than chunks taken
+    assert asked.semantic_path == "hnsw"  # the client asked for the index
+    # Never fewer candidates than chunks taken: limit 10 takes 50 notes, 1.25 to 3 chunks
+    # each.
+    assert asked.ef_search is not None
+    assert 63 <= asked.ef_search <= 150
+    assert asked.hits[0].note_id == note
     asked = await find("a sleepy cat", mode=SearchMode.SEMANTIC, ef_search=700)
     assert asked.ef_search == 700  # the client's choice stands
 
