@@ -1,7 +1,7 @@
 """The server's CPU per ``graph(depth 3, maxNodes 200)`` request, in process.
 
-``python -m benchmarks.graph_cpu [--notes 10000] [--links 100000] [--starts 200]
-[--warmup 10] [--runs 1] [--profile FILE]``
+``python -m benchmarks.graph_cpu [--notes 10000] [--links 100000] [--scifact DIR]
+[--starts 200] [--warmup 10] [--runs 1] [--profile FILE]``
 
 Wall-clock latency on a shared machine moves with the other processes' load more than with
 the code; CPU time moves far less. This runs the real app (a
@@ -11,7 +11,8 @@ the code; CPU time moves far less. This runs the real app (a
 each. The figure therefore includes the in-process client's share (building the request,
 reading the response: about 1 ms) and the CPU of anything the request starts meanwhile
 (its audit write), but no socket or HTTP parsing. The data is
-:func:`benchmarks.graph.synthetic`'s memory, loaded by COPY; the query selects every field.
+:func:`benchmarks.graph.synthetic`'s memory, or with ``--scifact`` :mod:`benchmarks.graph`'s
+SciFact one, loaded by COPY; the query selects every field.
 With ``--profile``, cProfile (CPU-time clock) records the measured requests only, into
 FILE, for ``python -m pstats FILE``.
 """
@@ -30,7 +31,7 @@ from pathlib import Path
 import httpx
 
 from benchmarks._common import Stage, backing_services, bench_home, common_setup, print_setup
-from benchmarks.graph import _GRAPH, load, synthetic
+from benchmarks.graph import _GRAPH, load, scifact, synthetic
 from fortemi.app import create_app, settle_heap
 from fortemi.platform.embedded import ServiceUrls
 from fortemi.platform.ids import to_global_id
@@ -43,13 +44,18 @@ async def _run(args: argparse.Namespace, home: Path, urls: ServiceUrls, embedded
     setup = await common_setup(urls, embedded, home)
     stage = await Stage.prepare(home, urls)
     memory = await stage.open_memory()
-    ids = await load(stage.db, memory, synthetic(args.notes, args.links, args.seed), args.seed)
+    corpus = (
+        synthetic(args.notes, args.links, args.seed)
+        if args.scifact is None
+        else scifact(Path(args.scifact))
+    )
+    ids = await load(stage.db, memory, corpus, args.seed)
     await stage.db.close()
     print_setup(
         "benchmarks.graph_cpu: server CPU per graph request, in process",
         [
             *setup,
-            ("data", f"synthetic {args.notes:,} notes, {args.links:,} candidate link rows"),
+            ("data", f"{corpus.name}, {len(corpus.links):,} link rows"),
             (
                 "workload",
                 f"{args.starts} random starts after {args.warmup}, depth 3, "
@@ -108,6 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--notes", type=int, default=10_000, help="synthetic notes")
     parser.add_argument("--links", type=int, default=100_000, help="synthetic link rows")
+    parser.add_argument("--scifact", help="SciFact's BEIR folder: its abstracts instead")
     parser.add_argument("--starts", type=int, default=200, help="measured start notes")
     parser.add_argument("--warmup", type=int, default=10, help="uncounted starts")
     parser.add_argument("--runs", type=int, default=1, help="measured runs, each new starts")
