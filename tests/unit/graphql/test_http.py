@@ -27,7 +27,7 @@ def test_encoding_within_the_limit_is_exactly_compact_json() -> None:
         "deep": deep,
         "flags": [True, False, {}],
     }
-    assert encode_within(data, 10_000) == json.dumps(data, separators=(",", ":"))
+    assert encode_within(data, 10_000) == _compact(data)
 
 
 def test_an_oversized_response_is_abandoned() -> None:
@@ -79,8 +79,8 @@ def test_lists_are_encoded_in_runs_and_an_oversized_one_stops_within_a_run() -> 
         {"data": []},
     ]
     for data in cases:
-        assert encode_within(data, 10_000_000) == json.dumps(data, separators=(",", ":"))
-    whole = len(json.dumps({"data": {"nodes": small}}, separators=(",", ":")))
+        assert encode_within(data, 10_000_000) == _compact(data)
+    whole = len(_compact({"data": {"nodes": small}}))
     with pytest.raises(ResponseTooLarge):
         encode_within({"data": {"nodes": small}}, whole - 1)
     assert encode_within({"data": {"nodes": small}}, whole).endswith("]}}")
@@ -95,13 +95,27 @@ def test_lists_are_encoded_in_runs_and_an_oversized_one_stops_within_a_run() -> 
     ],
     ids=["non-ascii", "big integer", "nesting"],
 )
-def test_the_fast_encoder_writes_the_standard_encoders_text(data: dict[str, object]) -> None:
-    assert encode_within(data, 10_000) == json.dumps(data, separators=(",", ":"))
+def test_the_fast_encoder_writes_the_standard_encoders_utf8_text(
+    data: dict[str, object],
+) -> None:
+    assert encode_within(data, 10_000) == _compact(data)
 
 
-def test_non_ascii_counts_escaped_against_the_limit() -> None:
-    data = {"t": "\u00e9" * 100}  # 200 bytes of UTF-8, 600 characters escaped
-    whole = len(json.dumps(data, separators=(",", ":")))
-    assert len(encode_within(data, whole)) == whole
+def test_non_ascii_counts_its_utf8_bytes_against_the_limit() -> None:
+    data = {"t": "\u00e9" * 100}  # 200 bytes of UTF-8
+    text = encode_within(data, 208)
+    assert text == '{"t":"' + "\u00e9" * 100 + '"}'
+    assert len(text.encode()) == 208
     with pytest.raises(ResponseTooLarge):
-        encode_within(data, whole - 1)
+        encode_within(data, 207)
+
+
+def test_a_lone_surrogate_goes_out_escaped_so_the_body_is_still_utf8() -> None:
+    data = {"t": "a\ud800b \u00e9"}  # orjson refuses it; the standard encoder escapes
+    text = encode_within(data, 10_000)
+    assert text == json.dumps(data, separators=(",", ":"))
+    assert json.loads(text.encode()) == data
+
+
+def _compact(data: object) -> str:
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
