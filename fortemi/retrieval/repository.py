@@ -209,16 +209,17 @@ class RetrievalRepository:
         """From the ``chunks`` chunks nearest ``where``'s leading vector ($1) in the set's
         HNSW index, the best per note, for up to ``fetch`` notes passing ``where``. With
         ``scan`` the ``chunks`` nearest are found exactly, by reading every vector of the set
-        (a top-N sort; the ``+ 0`` keeps the planner off the index)."""
+        (a top-N sort by the selected distance, computed once a row, ties by chunk; the
+        ``+ 0`` keeps the planner off the index)."""
         distance = f"e.embedding::{chosen.cast} <=> $1::{chosen.cast}"
-        order = f"({distance}) + 0" if scan else distance
+        selected, order = (f"({distance}) + 0", "d, e.chunk_id") if scan else (distance, distance)
         # The set's id and the row counts are spliced in as constants (ours, integers): a
         # generic plan with the id as a parameter cannot use the set's partial index, and
         # with the counts as parameters custom plans were measured 3 to 10 times slower.
         rows = await conn.fetch(
             f"""
             WITH nearest AS MATERIALIZED (
-                SELECT e.note_id, e.chunk_id, {distance} AS d
+                SELECT e.note_id, e.chunk_id, {selected} AS d
                 FROM chunk_embedding e
                 WHERE e.set_id = {int(chosen.id)}
                 ORDER BY {order}
