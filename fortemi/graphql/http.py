@@ -24,7 +24,7 @@ __all__ = [
     "MalformedBody",
     "ResponseTooLarge",
     "decode_body",
-    "encode_within",
+    "encode_bytes_within",
     "error_document",
     "is_request_error",
     "preferred_media_type",
@@ -137,9 +137,10 @@ _ORJSON_OPTIONS = (
 )
 
 
-def encode_within(data: object, limit: int) -> str:
-    """Compact JSON of ``data``, or :class:`ResponseTooLarge` when its UTF-8 passes
-    ``limit`` bytes.
+def encode_bytes_within(data: object, limit: int) -> bytes:
+    """Compact JSON of ``data`` as UTF-8, or :class:`ResponseTooLarge` when it passes
+    ``limit`` bytes. An HTTP body goes out as these bytes, with no round trip through a
+    ``str``.
 
     First orjson, in one call: a neighbourhood of 550 nodes and edges (170 kB) took
     1.7-2.8 ms with the standard library's encoder and 0.14-0.2 ms with orjson on the same
@@ -166,7 +167,7 @@ def encode_within(data: object, limit: int) -> str:
     else:
         if len(encoded) > limit:
             raise ResponseTooLarge(limit)
-        return encoded.decode()
+        return encoded
     pieces: list[str] = []
     size = 0
 
@@ -201,7 +202,7 @@ def encode_within(data: object, limit: int) -> str:
             add(_dumps(value))
 
     walk(data, 0)
-    return "".join(pieces)
+    return "".join(pieces).encode()  # ASCII: the standard encoder escapes the rest
 
 
 # One encoder for every piece: json.dumps with separators builds a new encoder per call,

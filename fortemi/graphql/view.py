@@ -40,7 +40,7 @@ from fortemi.graphql.http import (
     MalformedBody,
     ResponseTooLarge,
     decode_body,
-    encode_within,
+    encode_bytes_within,
     error_document,
     is_request_error,
     preferred_media_type,
@@ -183,12 +183,17 @@ class GraphQLView(GraphQL[Context, None]):
         return decode_body(data)
 
     def encode_json(self, data: object) -> str:
+        return self.encode_json_bytes(data).decode()
+
+    def encode_json_bytes(self, data: object) -> bytes:
+        """The body of ``data``: UTF-8 JSON within the response size limit, else the
+        ``RESPONSE_TOO_LARGE`` error in its place."""
         limit = self.services.settings.max_response_bytes
         try:
-            return encode_within(data, limit)
+            return encode_bytes_within(data, limit)
         except ResponseTooLarge:
             log.warning("response over %d bytes abandoned", limit)
-            return json.dumps(too_large_document(data, limit), separators=(",", ":"))
+            return json.dumps(too_large_document(data, limit), separators=(",", ":")).encode()
 
     async def get_sub_response(self, request: Request | WebSocket) -> Response:
         sub_response = await super().get_sub_response(request)
@@ -212,7 +217,7 @@ class GraphQLView(GraphQL[Context, None]):
 
     def create_response(self, response_data: Any, sub_response: Response) -> Response:
         response = Response(
-            self.encode_json(response_data),
+            self.encode_json_bytes(response_data),
             status_code=sub_response.status_code or 200,
             media_type=sub_response.media_type or JSON,
         )

@@ -12,7 +12,7 @@ from fortemi.graphql.http import (
     MalformedBody,
     ResponseTooLarge,
     decode_body,
-    encode_within,
+    encode_bytes_within,
     preferred_media_type,
 )
 
@@ -119,3 +119,8 @@ def test_a_lone_surrogate_goes_out_escaped_so_the_body_is_still_utf8() -> None:
 
 def _compact(data: object) -> str:
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+def encode_within(data: object, limit: int) -> str:
+    """The body as text, checked to be UTF-8."""
+    return encode_bytes_within(data, limit).decode()
