@@ -118,10 +118,10 @@ class SemanticLeg:
         )
         self._repository = repository
         self._sets = sets
-        # (memory, set name) → (at, set, its size, chunks per note): re-read after the same
+        # (memory, set name) → (at, set, its size, the memory's notes): re-read after the same
         # few seconds, so a memory dropped and made again under its name never keeps its old
         # set's number for long, and the default ef_search follows the set's growth.
-        self._known_sets: dict[tuple[str, str], tuple[float, EmbeddingSet, int, float]] = {}
+        self._known_sets: dict[tuple[str, str], tuple[float, EmbeddingSet, int, int]] = {}
         # memory → the hnsw.ef_search its last search used: the next transaction starts
         # with it, so the setting is changed (one more round trip) only when it moves.
         self._last_ef: dict[str, int] = {}
@@ -167,7 +167,8 @@ class SemanticLeg:
         None when the memory has no embeddings of this model yet. How it searched (the
         ``hnsw.ef_search`` it ran with, or a scan) goes to ``used``.
 
-        The chunks taken follow the memory's chunks per note (:func:`candidates`). Unless
+        The chunks taken follow the memory's chunks per note (:func:`candidates`); all of
+        them, up to one list, when the memory has no more notes than are wanted. Unless
         the client set ``efSearch``, a set at most :data:`SCAN_RATIO` times that is scanned.
         Otherwise the candidate list is the client's ``efSearch``, else the default for the
         set's size (:func:`default_ef_search`), and at least the chunks taken; the
@@ -178,9 +179,11 @@ class SemanticLeg:
         known = await self._embedding_set(conn, memory, ask.model)
         if known is None:
             return None
-        chosen, size, per_note = known
+        chosen, size, notes = known
         where = note_conditions(ask.note_filter, ask.query, ask.vector)
-        chunks = candidates(ask.fetch, per_note)
+        chunks = candidates(ask.fetch, size / notes if notes > 0 else 1.0)
+        if 0 < notes <= ask.fetch:  # every note is wanted: every chunk, in one list
+            chunks = min(max(chunks, size), MAX_CANDIDATES)
         scan = ask.ef is None and chunks * SCAN_RATIO >= size
         started_ef = ask.started_ef
         while True:
@@ -196,15 +199,17 @@ class SemanticLeg:
             offered = rows[0].offered if rows else None
             if len(rows) >= ask.fetch or (offered is not None and offered < chunks):
                 break  # enough notes, or every chunk of the set was offered
-            notes = rows[0].offered_notes if rows else None
-            if notes is None or notes >= ask.fetch or chunks >= MAX_CANDIDATES:
+            distinct = rows[0].offered_notes if rows else None
+            if distinct is None or distinct >= ask.fetch or chunks >= MAX_CANDIDATES:
                 # The filters, not the crowding, left too few: read the filtered exactly.
                 rows = await self._repository.exact(conn, chosen, where, ask.fetch)
                 used.steps.append("exact")
                 break
             # A few notes hold most of the nearest chunks: take more, as many more as the
             # shortfall says.
-            chunks = min(math.ceil(chunks * ask.fetch / max(notes, 1) * CROWDING), MAX_CANDIDATES)
+            chunks = min(
+                math.ceil(chunks * ask.fetch / max(distinct, 1) * CROWDING), MAX_CANDIDATES
+            )
         if not rows and not await self._repository.has_embeddings(conn, chosen):
             model = ask.model
             self._known_sets.pop(
@@ -220,11 +225,11 @@ class SemanticLeg:
 
     async def _embedding_set(
         self, conn: Connection, memory: str, model: SemanticModel
-    ) -> tuple[EmbeddingSet, int, float] | None:
+    ) -> tuple[EmbeddingSet, int, int] | None:
         """The set to answer ``model``'s queries from in the memory (its own set, or while
         that one fills, the newest complete one: :meth:`EmbeddingSets.serving`), about how
-        many vectors it holds and how many chunks a note has, remembered for a few seconds
-        once it exists."""
+        many vectors it holds and how many notes the memory has, remembered for a few
+        seconds once it exists."""
         key = (memory, set_name(model.model, model.dimension, model.composition))
         now = time.monotonic()
         known = self._known_sets.get(key)
@@ -236,6 +241,5 @@ class SemanticLeg:
         if chosen is None:
             return None
         size, notes = await self._sets.size_estimate(conn, chosen)
-        per_note = size / notes if notes > 0 else 1.0
-        self._known_sets[key] = (now, chosen, size, per_note)
-        return chosen, size, per_note
+        self._known_sets[key] = (now, chosen, size, notes)
+        return chosen, size, notes

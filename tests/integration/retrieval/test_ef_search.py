@@ -10,6 +10,7 @@ from fortemi.retrieval.sets import DocumentComposition, EmbeddingSets, default_e
 from tests.integration.retrieval.conftest import Index, Search, Write
 
 _BULK = 12_000  # past 10,000 vectors the default grows above the 150 of limit 10
+_BULK_NOTES = 60  # more than the 50 notes a search of limit 10 wants
 
 
 async def test_the_default_ef_search_follows_the_size_of_the_embedding_set(
@@ -33,22 +34,24 @@ async def test_the_default_ef_search_follows_the_size_of_the_embedding_set(
     assert asked.ef_search == 700  # the client's choice stands
 
     # The memory grows past 10,000 vectors (here in a second set, as while a new model
-    # re-embeds a memory; the estimate counts every set of the memory).
-    bulk = await write("Bulk", "many chunks")
+    # re-embeds a memory; the estimate counts every set of the memory), over more notes
+    # than a search wants (with fewer, it would take all their chunks in one scan).
+    bulk = [await write(f"Bulk {i}", "many chunks") for i in range(_BULK_NOTES)]
     async with db.memory_transaction(memory) as conn:
         other = await EmbeddingSets().ensure(conn, "bulk-test-model", 4, DocumentComposition())
         await conn.execute(
             "INSERT INTO chunk (note_id, ordinal, text, start_offset, end_offset, content_hash) "
-            "SELECT $1, g, 'x', 0, 1, 'h' FROM generate_series(1, $2::int) AS g",
+            "SELECT n, g, 'x', 0, 1, 'h' "
+            "FROM unnest($1::uuid[]) AS n, generate_series(1, $2::int) AS g",
             bulk,
-            _BULK,
+            _BULK // _BULK_NOTES,
         )
         await conn.execute(
             "INSERT INTO chunk_embedding (set_id, chunk_id, note_id, text_hash, embedding) "
             # Spread vectors: near-parallel ones make every HNSW insert search a long way.
             "SELECT $1, id, note_id, 'h', "
             "ARRAY[random() - 0.5, random() - 0.5, random() - 0.5, 1]::real[]::vector "
-            "FROM chunk WHERE note_id = $2",
+            "FROM chunk WHERE note_id = ANY($2::uuid[])",
             other.id,
             bulk,
         )
