@@ -87,43 +87,71 @@ bounds AS MATERIALIZED (
                   ORDER BY score DESC LIMIT 1)::float8 AS hi) AS m
 )"""
 
-_NORMALISED = (
-    "(CASE WHEN l.kind <> 'semantic' THEN l.score::float8"
-    " WHEN b.span IS NULL THEN 1.0::float8"
-    " ELSE power(greatest(l.score::float8 - b.lo, 0.0) / b.span, :gamma::float8) END)"
-)
+def _normalised(alias: str) -> str:
+    """A link's normalised score, from ``{alias}.kind`` and ``{alias}.score`` (a raw score)."""
+    return (
+        f"(CASE WHEN {alias}.kind <> 'semantic' THEN {alias}.score::float8"
+        " WHEN b.span IS NULL THEN 1.0::float8"
+        f" ELSE power(greatest({alias}.score::float8 - b.lo, 0.0) / b.span, :gamma::float8) END)"
+    )
+
+
+_NORMALISED = _normalised("l")
 _TRAVERSABLE = "(l.kind <> 'semantic' OR NOT l.pruned)"
+
+# The traversable links of ``{ids}`` in either direction, as (f, other, kind, raw score)
+# with ``f`` in ``{ids}``. The walk's two covering indexes answer both halves.
+_INCIDENT = """
+SELECT l.source_id AS f, l.target_id AS other, l.kind, l.score
+FROM note_link l
+WHERE l.source_id = ANY({ids}) AND {traversable}
+UNION ALL
+SELECT l.target_id, l.source_id, l.kind, l.score
+FROM note_link l
+WHERE l.target_id = ANY({ids}) AND {traversable}
+""".replace("{traversable}", _TRAVERSABLE)
+
+# Normalisation is monotonic in the raw score for a given kind (a min-max, then a power
+# with gamma > 0), so the strongest normalised link of a (f, other, kind) is the normalised
+# strongest raw one: the links are grouped first and only the groups normalised, once each.
+# Normalising every link read cost a tenth of the walk. A semantic link is stored both ways,
+# so (f, other, kind) can come twice.
+_PER_KIND = """
+SELECT q.f, q.other, {norm} AS s
+FROM (
+    SELECT a.f, a.other, a.kind, max(a.score) AS score
+    FROM ({incident}) AS a
+    {unseen}
+    GROUP BY a.f, a.other, a.kind
+) AS q
+CROSS JOIN bounds b
+""".replace("{norm}", _normalised("q"))
+
+
+def _per_kind(ids: str, unseen: str = "") -> str:
+    return _PER_KIND.replace("{incident}", _INCIDENT.replace("{ids}", ids)).replace(
+        "{unseen}", unseen
+    )
+
 
 # Each (frontier node, neighbour) pair once, over traversable links of either direction to
 # readable live notes, with its strongest normalised score and how many kinds link it; with
 # k, only each frontier node's k strongest neighbours. ``{ids}`` is the frontier.
 _NEIGHBOURS = """
 SELECT r.f, r.other, r.best, r.kinds FROM (
-    SELECT a.f, a.other, max(a.s) AS best, count(DISTINCT a.kind)::int AS kinds,
-           row_number() OVER (PARTITION BY a.f ORDER BY max(a.s) DESC, a.other) AS r
-    FROM (
-        SELECT l.source_id AS f, l.target_id AS other, l.kind, {norm} AS s
-        FROM note_link l CROSS JOIN bounds b
-        WHERE l.source_id = ANY({ids}) AND {traversable}
-        UNION ALL
-        SELECT l.target_id, l.source_id, l.kind, {norm}
-        FROM note_link l CROSS JOIN bounds b
-        WHERE l.target_id = ANY({ids}) AND {traversable}
-    ) AS a
-    JOIN note ON note.id = a.other
-    WHERE a.s >= :min_score::float8 AND {visible}
-    GROUP BY a.f, a.other
+    SELECT p.f, p.other, max(p.s) AS best, count(*)::int AS kinds,
+           row_number() OVER (PARTITION BY p.f ORDER BY max(p.s) DESC, p.other) AS r
+    FROM ({per_kind}) AS p
+    JOIN note ON note.id = p.other
+    WHERE p.s >= :min_score::float8 AND {visible}
+    GROUP BY p.f, p.other
 ) AS r
 WHERE :k::int IS NULL OR r.r <= :k::int
 """
 
 
 def _neighbours(ids: str) -> str:
-    return (
-        _NEIGHBOURS.replace("{ids}", ids)
-        .replace("{norm}", _NORMALISED)
-        .replace("{traversable}", _TRAVERSABLE)
-    )
+    return _NEIGHBOURS.replace("{per_kind}", _per_kind(ids))
 
 
 # The new nodes of a level, one row each: (other, best, edges), ``edges`` counting the
@@ -137,34 +165,25 @@ WHERE s.id IS NULL
 GROUP BY k.other
 """.replace("{neighbours}", _neighbours("w.frontier"))
 
-# Without k nothing needs ranking per frontier node, so the seen are dropped first and
-# readability is checked once per new node rather than once per link. A semantic link is
-# stored both ways, so (frontier node, new node, kind) can come twice: grouped by that
-# triple first, then by the new node, both hash aggregates, where a
+# Without k nothing needs ranking per frontier node, so the seen are dropped first (a hash
+# anti-join on the links read) and readability is checked once per new node rather than once
+# per link. Grouped by (f, other, kind), then by the new node: both hash aggregates, where a
 # ``count(DISTINCT (f, kind))`` made PostgreSQL sort every link row of the level.
 _ALL_CANDIDATES = """
 SELECT g.other, g.best, g.edges FROM (
     SELECT p.other, max(p.s) AS best, count(*)::int AS edges
-    FROM (
-        SELECT a.f, a.other, a.kind, max(a.s) AS s
-        FROM (
-            SELECT l.source_id AS f, l.target_id AS other, l.kind, {norm} AS s
-            FROM note_link l CROSS JOIN bounds b
-            WHERE l.source_id = ANY(w.frontier) AND {traversable}
-            UNION ALL
-            SELECT l.target_id, l.source_id, l.kind, {norm}
-            FROM note_link l CROSS JOIN bounds b
-            WHERE l.target_id = ANY(w.frontier) AND {traversable}
-        ) AS a
-        LEFT JOIN unnest(w.seen) AS s(id) ON s.id = a.other
-        WHERE s.id IS NULL AND a.s >= :min_score::float8
-        GROUP BY a.f, a.other, a.kind
-    ) AS p
+    FROM ({per_kind}) AS p
+    WHERE p.s >= :min_score::float8
     GROUP BY p.other
 ) AS g
 JOIN note ON note.id = g.other
 WHERE {visible}
-""".replace("{norm}", _NORMALISED).replace("{traversable}", _TRAVERSABLE)
+""".replace(
+    "{per_kind}",
+    _per_kind(
+        "w.frontier", "LEFT JOIN unnest(w.seen) AS s(id) ON s.id = a.other WHERE s.id IS NULL"
+    ),
+)
 
 _WALK_TEMPLATE = """,
 walk (depth, frontier, seen, found, cut, cut_edges) AS (
@@ -175,18 +194,15 @@ walk (depth, frontier, seen, found, cut, cut_edges) AS (
            nx.total > cardinality(nx.ids), nx.dropped_edges
     FROM walk AS w
     CROSS JOIN LATERAL (
-        SELECT coalesce(array_agg(c.other ORDER BY c.pos) FILTER (WHERE c.kept), '{}'::uuid[])
-                   AS ids,
+        SELECT coalesce(array_agg(c.other ORDER BY c.best DESC, c.other) FILTER (WHERE c.kept),
+                        '{}'::uuid[]) AS ids,
                count(*)::int AS total,
                coalesce(sum(c.edges) FILTER (WHERE NOT c.kept), 0)::int AS dropped_edges
         FROM (
-            SELECT n.other, n.edges, n.pos,
-                   n.pos <= :max_nodes::int - cardinality(w.seen) AS kept
-            FROM (
-                SELECT g.other, g.edges,
-                       row_number() OVER (ORDER BY g.best DESC, g.other) AS pos
-                FROM ({candidates}) AS g
-            ) AS n
+            SELECT g.other, g.best, g.edges,
+                   row_number() OVER (ORDER BY g.best DESC, g.other)
+                       <= :max_nodes::int - cardinality(w.seen) AS kept
+            FROM ({candidates}) AS g
         ) AS c
     ) AS nx
     WHERE w.depth < :depth::int AND NOT w.cut AND cardinality(w.frontier) > 0
@@ -229,48 +245,30 @@ CROSS JOIN (
 # The traversable links among ``{ids}``, one row per (unordered pair, kind) in its stronger
 # direction, ordered by the pair then kind; ``{source}`` is what the links are joined to.
 # Each (source, kind, target) is one row (the primary key), so a pair has at most two rows
-# of a kind: ``lo -> hi`` and ``hi -> lo``. One grouping by (pair, kind) takes each
-# direction's values with FILTERed aggregates (each over at most one row), and the outer
-# select keeps the stronger direction (``lo -> hi`` on a tie: the smaller source). That is
-# one sort of the links; a window count per pair and a DISTINCT ON sorted them twice.
+# of a kind: ``lo -> hi`` and ``hi -> lo``. One sort, by the pair, kind, then score
+# descending and source (``lo -> hi`` on a tie: the smaller source), serves the window that
+# counts a pair's rows (its frame is the whole pair), DISTINCT ON, which keeps the first,
+# and the arrays' ORDER BY, which PostgreSQL then reads presorted. Grouping each pair into
+# FILTERed aggregates of both directions cost a third more.
 _EDGE_ROWS = """
-SELECT CASE WHEN g.up THEN g.lo ELSE g.hi END AS source_id,
-       CASE WHEN g.up THEN g.hi ELSE g.lo END AS target_id,
-       g.kind,
-       CASE WHEN g.up THEN g.s_up ELSE g.s_down END AS score,
-       CASE WHEN g.up THEN g.r_up ELSE g.r_down END AS rank,
-       CASE WHEN g.up THEN g.set_up ELSE g.set_down END AS set_id,
-       CASE WHEN g.up THEN g.m_up ELSE g.m_down END AS model,
-       CASE WHEN g.up THEN g.c_up ELSE g.c_down END AS computed_at,
-       g.s_up IS NOT NULL AND g.s_down IS NOT NULL AS bidirectional, g.lo, g.hi
+SELECT DISTINCT ON (e.lo, e.hi, e.kind)
+       e.source_id, e.target_id, e.kind, e.score, e.rank, e.set_id, e.model, e.computed_at,
+       count(*) OVER (PARTITION BY e.lo, e.hi, e.kind ORDER BY e.score DESC, e.source_id
+                      ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) = 2
+           AS bidirectional,
+       e.lo, e.hi
 FROM (
-    SELECT d.*, d.s_down IS NULL OR d.s_up >= d.s_down AS up
-    FROM (
-        SELECT e.lo, e.hi, e.kind,
-               max(e.score) FILTER (WHERE e.up) AS s_up,
-               max(e.score) FILTER (WHERE NOT e.up) AS s_down,
-               max(e.rank) FILTER (WHERE e.up) AS r_up,
-               max(e.rank) FILTER (WHERE NOT e.up) AS r_down,
-               max(e.set_id) FILTER (WHERE e.up) AS set_up,
-               max(e.set_id) FILTER (WHERE NOT e.up) AS set_down,
-               max(e.model) FILTER (WHERE e.up) AS m_up,
-               max(e.model) FILTER (WHERE NOT e.up) AS m_down,
-               max(e.computed_at) FILTER (WHERE e.up) AS c_up,
-               max(e.computed_at) FILTER (WHERE NOT e.up) AS c_down
-        FROM (
-            SELECT least(l.source_id, l.target_id) AS lo,
-                   greatest(l.source_id, l.target_id) AS hi, l.kind,
-                   l.source_id < l.target_id AS up, {norm} AS score, l.rank, l.set_id,
-                   l.model, l.computed_at
-            FROM {source}note_link l
-            CROSS JOIN bounds b
-            JOIN unnest({ids}) AS t(id) ON t.id = l.target_id
-            WHERE l.source_id = ANY({ids}) AND {traversable} AND {norm} >= :min_score::float8
-        ) AS e
-        GROUP BY e.lo, e.hi, e.kind
-    ) AS d
-) AS g
-ORDER BY g.lo, g.hi, g.kind
+    SELECT least(l.source_id, l.target_id) AS lo, greatest(l.source_id, l.target_id) AS hi,
+           l.kind, l.source_id, l.target_id, {norm} AS score, l.rank, l.set_id, l.model,
+           l.computed_at
+    FROM {source}note_link l
+    CROSS JOIN bounds b
+    JOIN unnest({ids}) AS t(id) ON t.id = l.target_id
+    WHERE l.source_id = ANY({ids}) AND {traversable}
+      -- scores are within [0, 1]: at minScore 0 no link needs normalising twice
+      AND (:min_score::float8 <= 0.0 OR {norm} >= :min_score::float8)
+) AS e
+ORDER BY e.lo, e.hi, e.kind, e.score DESC, e.source_id
 """
 
 
