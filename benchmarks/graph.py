@@ -18,9 +18,13 @@ the same caches:
 
 * GraphQL ``graph(noteId, depth: 3, maxNodes: 200)`` with every field, over HTTP with a
   bearer token, one keep-alive connection, to a uvicorn subprocess (the real app);
-* SQL: the service's own statement (the recursive walk and the edges among the returned
-  nodes, in one statement) over one asyncpg connection with the memory's search path, no
-  transaction;
+* SQL: the service's recursive statement (the walk and the edges among the returned nodes,
+  in one statement) over one asyncpg connection with the memory's search path, no
+  transaction. The server answers from the memory's traversal segment once it has built
+  it (``fortemi.graph.traversal.segment``: the links in RAM, checked against changes in
+  the query's snapshot), so measuring starts once a walk reports ``meta.path`` segment;
+  ``--no-segment`` serves every walk by the statement instead. The report counts which
+  reader answered each measured walk;
 * the GraphQL floor: ``note(id) { id }`` for the same start, on the same connection as
   ``graph``: the token check, routing, the read decision and its audit record, a memory
   transaction and one statement, with the least to answer. ``graph`` cannot cost less; the
@@ -37,6 +41,7 @@ import argparse
 import asyncio
 import json
 import math
+import os
 import random
 import re
 import time
@@ -88,7 +93,7 @@ _GRAPH = (
     "communityConfidence } edges { source target edgeType score rank embeddingSet model "
     "computedAt bidirectional } meta { totalNodes totalEdges truncatedNodes truncatedEdges "
     "totalsExact parameters { depth maxNodes minScore maxEdgesPerNode } clamped "
-    "truncationReasons } } }"
+    "truncationReasons path } } }"
 )
 
 # The read scope of an editor under the benchmark's open memory policy: every note.
@@ -111,6 +116,7 @@ class Samples:
     floor: list[float] = field(default_factory=list)  # note(id) { id }, same connection
     nodes: list[int] = field(default_factory=list)
     edges: list[int] = field(default_factory=list)
+    paths: Counter[str] = field(default_factory=Counter)  # which reader walked (meta.path)
     server_cpu: float = 0.0  # the server process's CPU seconds over the measured requests
 
 
@@ -268,6 +274,7 @@ async def measure(
     sql: RawSql,
     starts: Sequence[UUID],
     warmup: int,
+    segments: bool,
 ) -> Samples:
     port = server.port
     samples = Samples()
@@ -278,6 +285,19 @@ async def measure(
         await _gql(poster, start, _FLOOR)
         await poster.aclose()
         await sql.neighbourhood(start)
+    # The first walks of a memory start its traversal segment's build in the server; they
+    # and every walk until it is ready are the recursive statement's. Measured from then on,
+    # as a server that has been walking a memory answers.
+    poster = await RawPoster.open(HOST, port, head)
+    try:
+        for _ in range(600):
+            if (await _gql(poster, starts[0]))[1]["meta"]["path"] == "segment" or not segments:
+                break
+            await asyncio.sleep(0.1)
+        else:
+            raise RuntimeError("the server's traversal segment was not ready within a minute")
+    finally:
+        await poster.aclose()
     for block in range(0, len(starts), 25):
         chosen = starts[block : block + 25]
         poster = await RawPoster.open(HOST, port, head)  # uvicorn closes idle connections
@@ -286,6 +306,7 @@ async def measure(
             for start in chosen:
                 took, graph = await _gql(poster, start)
                 samples.gql.append(took)
+                samples.paths[graph["meta"]["path"]] += 1
                 samples.nodes.append(len(graph["nodes"]))
                 samples.edges.append(len(graph["edges"]))
         finally:
@@ -323,7 +344,7 @@ def report(corpus: Corpus, samples: Samples) -> None:
     rows = []
     for label, values in (
         ("GraphQL graph(depth 3, maxNodes 200), HTTP", samples.gql),
-        ("SQL walk + edges (the service's one statement)", samples.sql),
+        ("SQL: the recursive statement (walk + edges), raw", samples.sql),
         ("GraphQL floor: note(id) { id }, HTTP", samples.floor),
     ):
         lat = Latency.of(values)
@@ -334,6 +355,10 @@ def report(corpus: Corpus, samples: Samples) -> None:
     print(
         f"returned nodes: median {int(np.median(nodes))}, min {nodes.min()}, max {nodes.max()}; "
         f"edges: median {int(np.median(edges))}, max {edges.max()}"
+    )
+    print(
+        "GraphQL walks answered by: "
+        + ", ".join(f"{path} {count}" for path, count in sorted(samples.paths.items()))
     )
     # psutil's clock-tick resolution (10 ms) is small beside 25 requests a block.
     print(
@@ -391,7 +416,9 @@ async def _run(args: argparse.Namespace, home: Path, urls: ServiceUrls, embedded
                 sql = await RawSql.connect(urls.database, memory)
                 headers = {"authorization": f"Bearer {stage.token}", "x-fortemi-memory": memory}
                 try:
-                    samples = await measure(server, headers, sql, starts, args.warmup)
+                    samples = await measure(
+                        server, headers, sql, starts, args.warmup, not args.no_segment
+                    )
                 finally:
                     await sql.close()
                 report(corpus, samples)
@@ -412,10 +439,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=10, help="uncounted starts")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--home", help="FORTEMI_HOME to use (default: a fresh temporary one)")
+    parser.add_argument(
+        "--no-segment",
+        action="store_true",
+        help="serve with FORTEMI_GRAPH_SEGMENT_LINKS=0: every walk is the recursive statement",
+    )
     server_options(parser)
     args = parser.parse_args(argv)
     if args.notes < 10 or args.links < args.notes or args.starts < 2:
         parser.error("--notes >= 10, --links >= --notes, --starts >= 2")
+    if args.no_segment:
+        os.environ["FORTEMI_GRAPH_SEGMENT_LINKS"] = "0"  # the server inherits it
     loop_factory, _ = client_loop_factory()
     with bench_home(args.home) as home, backing_services(home) as (urls, embedded):
         with asyncio.Runner(loop_factory=loop_factory) as runner:

@@ -484,7 +484,12 @@ def _build_services(parts: _Parts) -> Services:
         ),
         retrieve=planner,
         answers=AnswerService(planner, backend, answer_settings(settings)),
-        traversal=TraversalService(db, gamma=settings.graph_gamma, concepts=vocabulary),
+        traversal=TraversalService(
+            db,
+            gamma=settings.graph_gamma,
+            concepts=vocabulary,
+            segment_links=settings.graph_segment_links,
+        ),
         maintenance=GraphMaintenance(db, vocabulary, maintenance_settings(settings)),
         jobs=jobs,
         wakeups=wakeups,
@@ -505,8 +510,10 @@ def _build_services(parts: _Parts) -> Services:
 
 async def _open_services(parts: _Parts) -> None:
     parts.services = _build_services(parts)
-    # Lexical segments are built by tasks of this loop: stopped before the pool closes.
+    # Lexical and traversal segments are built by tasks of this loop: stopped before the
+    # pool closes.
     parts.stack.push_async_callback(parts.services.search.close)
+    parts.stack.push_async_callback(parts.services.traversal.close)
 
 
 async def _start_policy_watcher(parts: _Parts) -> None:

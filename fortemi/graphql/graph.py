@@ -106,6 +106,10 @@ class GraphMeta:
     parameters: GraphParameters
     clamped: list[str] = strawberry.field(description="Each parameter moved into its range")
     truncation_reasons: list[str]
+    path: str = strawberry.field(
+        description="Which reader walked: `segment` (the memory's links held in RAM by this "
+        "server) or `statement` (the recursive SQL); the answer is the same either way"
+    )
 
 
 @strawberry.type(description="A note's neighbourhood over explicit, wiki and semantic links")
@@ -182,6 +186,7 @@ def _meta(meta: model.GraphMeta) -> GraphMeta:
         ),
         clamped=list(meta.clamped),
         truncation_reasons=list(meta.reasons),
+        path=meta.path,
     )
 
 

@@ -342,6 +342,13 @@ class Settings(BaseSettings):
     graph_gamma: float = Field(
         default=1.0, gt=0.0, le=10.0, description="Exponent after min-max of semantic scores"
     )
+    graph_segment_links: int = Field(
+        default=1_000_000,
+        ge=0,
+        le=500_000_000,
+        description="Links of the memories walked lately held in RAM for the traversal "
+        "segment path, about 150 bytes each (0: every walk reads the link tables)",
+    )
     graph_resolution: float = Field(
         default=1.0, gt=0.0, le=10.0, description="Louvain resolution (higher: more communities)"
     )

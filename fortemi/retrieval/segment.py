@@ -47,6 +47,10 @@ class Snapshot:
         xmin, xmax, running = text.split(":")
         return cls(int(xmin), int(xmax), frozenset(int(x) for x in running.split(",") if x))
 
+    def __str__(self) -> str:
+        """The text form :meth:`parse` reads (and ``pg_snapshot`` too)."""
+        return f"{self.xmin}:{self.xmax}:{','.join(map(str, sorted(self.xip)))}"
+
     def precedes(self, later: Snapshot) -> bool:
         """Whether every transaction this snapshot sees committed, ``later`` sees committed
         too: nothing it saw started after ``later`` was taken, and nothing it saw finished

@@ -141,6 +141,9 @@ class GraphMeta:
     params: GraphParams
     clamped: tuple[str, ...]
     reasons: tuple[str, ...]
+    # Which reader walked: "segment" (the memory's links in RAM) or "statement" (the
+    # recursive SQL); the answer is the same either way.
+    path: str = "statement"
 
 
 @dataclass(frozen=True, slots=True)

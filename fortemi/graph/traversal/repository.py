@@ -64,6 +64,7 @@ from fortemi.platform.notes.repository import note_filter_where
 from fortemi.platform.sql import Query, Where
 
 __all__ = [
+    "SegmentRead",
     "TraversalRepository",
     "WalkResult",
     "edges_statement",
@@ -86,6 +87,7 @@ bounds AS MATERIALIZED (
                  (SELECT score FROM note_link WHERE kind = 'semantic'
                   ORDER BY score DESC LIMIT 1)::float8 AS hi) AS m
 )"""
+
 
 def _normalised(alias: str) -> str:
     """A link's normalised score, from ``{alias}.kind`` and ``{alias}.score`` (a raw score)."""
@@ -337,6 +339,82 @@ JOIN unnest(:ids::uuid[]) AS t(id) ON t.id = k.other
 )
 
 
+# The segment path's one statement (fortemi.graph.traversal.segments): in the query's own
+# snapshot, whether any transaction the segment's snapshot did not see has changed the
+# graph (migration 0016), and the returned notes' columns in the walk's order, each still
+# live and readable (one missing or unreadable sends the query back to the walk), with the
+# nodes' concepts and their labels when asked for. ``:xmin`` bounds the index range read:
+# a transaction below the segment's xmin had finished when it was taken.
+_SEGMENT_READ_TEMPLATE = """
+SELECT pg_current_snapshot()::text AS snapshot,
+       'graph_change'::regclass::oid::int8 AS relation,
+       EXISTS (SELECT 1 FROM graph_change
+               WHERE xid >= :xmin::text::xid8
+                 AND NOT pg_visible_in_snapshot(xid, :since::text::pg_snapshot)) AS changed,
+       n.*{more}
+FROM (
+    SELECT array_agg(note.id ORDER BY u.ord) AS ids,
+           array_agg(note.title ORDER BY u.ord) AS titles,
+           array_agg(note.archived ORDER BY u.ord) AS archived,
+           array_agg({created_at} ORDER BY u.ord) AS created,
+           array_agg({updated_at} ORDER BY u.ord) AS updated
+    FROM unnest(:ids::uuid[]) WITH ORDINALITY AS u(id, ord)
+    JOIN note ON note.id = u.id
+    WHERE {visible}
+) AS n
+"""
+
+
+def _segment_read(*, concepts: bool) -> Query:
+    template = _SEGMENT_READ_TEMPLATE.replace("{more}", ", cn.*, cl.*" if concepts else "")
+    if concepts:
+        template += (
+            "CROSS JOIN LATERAL ("
+            + NOTE_CONCEPTS_SQL.replace("{ids}", ":ids::uuid[]")
+            + ") AS cn\nCROSS JOIN LATERAL ("
+            + CONCEPT_LABELS_SQL.replace("{ids}", ":ids::uuid[]")
+            + ") AS cl\n"
+        )
+    return Query(
+        template.replace("{created_at}", iso_text_sql("note.created_at")).replace(
+            "{updated_at}", iso_text_sql("note.updated_at")
+        )
+    )
+
+
+_SEGMENT_READ = _segment_read(concepts=False)
+_SEGMENT_READ_CONCEPTS = _segment_read(concepts=True)
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentRead:
+    """What the segment path reads in the query's snapshot (see :data:`_SEGMENT_READ`)."""
+
+    snapshot: str
+    relation: int
+    changed: bool
+    ids: list[UUID]
+    titles: list[str]
+    archived: list[bool]
+    created: list[str]
+    updated: list[str]
+    concepts: dict[UUID, frozenset[UUID]] | None
+    labels: dict[UUID, str] | None
+
+
+def _concepts(
+    columns: Sequence[Any],
+) -> tuple[dict[UUID, frozenset[UUID]], dict[UUID, str]]:
+    """The nodes' concept ids (only the nodes that carry one) and those concepts' labels,
+    from the vocabulary's four array columns."""
+    notes, concept_ids, label_ids, label_texts = (v or [] for v in columns)
+    grouped: dict[UUID, set[UUID]] = {}
+    for note, concept in zip(notes, concept_ids, strict=True):
+        grouped.setdefault(note, set()).add(concept)
+    carried = {note: frozenset(found) for note, found in grouped.items()}
+    return carried, dict(zip(label_ids, label_texts, strict=True))
+
+
 @dataclass(frozen=True, slots=True)
 class WalkResult:
     """The walk's nodes in BFS order (depth, score desc, id), the edges among them (as
@@ -352,6 +430,7 @@ class WalkResult:
     # concepts' labels.
     concepts: dict[UUID, frozenset[UUID]] | None = None
     labels: dict[UUID, str] | None = None
+    path: str = "statement"  # or "segment": which reader walked
 
 
 def _bound(query: Query, visibility: NoteVisibility | None, **values: Any) -> tuple[str, list[Any]]:
@@ -441,13 +520,7 @@ class TraversalRepository:
         carried: dict[UUID, frozenset[UUID]] | None = None
         labels: dict[UUID, str] | None = None
         if concepts:
-            notes, concept_ids, label_ids, label_texts = (v or [] for v in row[19:23])
-            grouped: dict[UUID, set[UUID]] = {}
-            for note, concept in zip(notes, concept_ids, strict=True):
-                grouped.setdefault(note, set()).add(concept)
-            # Only the notes that carry a concept: the others count for no label.
-            carried = {note: frozenset(concepts) for note, concepts in grouped.items()}
-            labels = dict(zip(label_ids, label_texts, strict=True))
+            carried, labels = _concepts(row[19:23])
         return WalkResult(
             nodes=NodeColumns(
                 id=ids,
@@ -477,6 +550,42 @@ class TraversalRepository:
             cut=cut,
             reached=reached,
             cut_edges=cut_edges,
+            concepts=carried,
+            labels=labels,
+        )
+
+    async def segment_read(
+        self,
+        conn: Connection,
+        ids: Sequence[UUID],
+        *,
+        since: str,
+        xmin: int,
+        visibility: NoteVisibility | None,
+        concepts: bool,
+    ) -> SegmentRead:
+        """The segment path's statement for the walk's nodes ``ids``; ``since`` and
+        ``xmin``: the segment's snapshot (its text) and that snapshot's xmin."""
+        sql, args = _bound(
+            _SEGMENT_READ_CONCEPTS if concepts else _SEGMENT_READ,
+            visibility,
+            ids=list(ids),
+            since=since,
+            xmin=str(xmin),
+        )
+        row = await conn.fetchrow(sql, *args)
+        if row is None:
+            raise RuntimeError("a SELECT without FROM returned no row")
+        carried, labels = _concepts(row[8:12]) if concepts else (None, None)
+        return SegmentRead(
+            snapshot=row[0],
+            relation=int(row[1]),
+            changed=bool(row[2]),
+            ids=list(row[3] or ()),
+            titles=list(row[4] or ()),
+            archived=list(row[5] or ()),
+            created=list(row[6] or ()),
+            updated=list(row[7] or ()),
             concepts=carried,
             labels=labels,
         )

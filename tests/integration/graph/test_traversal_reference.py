@@ -169,6 +169,7 @@ async def _graph(
     return ids, stored, live, live - set(ids[22:])
 
 
+@pytest.mark.parametrize("path", ["statement", "segment"])
 @pytest.mark.parametrize(
     ("seed", "dense", "gamma"), [(1, False, 1.0), (2, True, 1.0), (3, True, 2.0)]
 )
@@ -179,10 +180,13 @@ async def test_the_walk_and_its_edges_are_exactly_the_contracts(
     seed: int,
     dense: bool,
     gamma: float,
+    path: str,
 ) -> None:
     rng = random.Random(seed)  # noqa: S311 - test data, not secrets
     ids, stored, live, restricted = await _graph(db, tagged_notes, memory, rng, dense=dense)
-    service = TraversalService(db, gamma=gamma)
+    service = TraversalService(db, gamma=gamma, segment_links=10**6 if path == "segment" else 0)
+    if path == "segment":
+        assert await service.segments.ready(memory) is not None
     starts = [ids[0], *rng.sample(ids[1:], 3)]
     compared = 0
     for start, depth, max_nodes, min_score, k, (scope, readable) in itertools.product(
@@ -207,3 +211,7 @@ async def test_the_walk_and_its_edges_are_exactly_the_contracts(
         compared += 1
     # Only a deleted or hidden start answers NOT_FOUND: the comparisons really ran.
     assert compared >= 2 * 3 * 3 * 3 * 3
+    # The segment answered every walk without maxEdgesPerNode (the statement ranks each
+    # node's neighbours for the others), and the statement path never used one.
+    assert service.segments.hits == (compared // 3 if path == "segment" else 0)
+    await service.close()

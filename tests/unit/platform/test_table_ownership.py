@@ -76,6 +76,7 @@ OWNERS: Mapping[str, tuple[str, ...]] = {
             "note_community",
             "graph_community",
             "graph_snapshot",
+            "graph_change",
         ),
         _LINK_GRAPH,
     ),
