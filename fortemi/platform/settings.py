@@ -347,7 +347,7 @@ class Settings(BaseSettings):
         ge=0,
         le=500_000_000,
         description="Links of the memories walked lately held in RAM for the traversal "
-        "segment path, about 150 bytes each (0: every walk reads the link tables)",
+        "segment path, about 140 bytes each (0: every walk reads the link tables)",
     )
     graph_resolution: float = Field(
         default=1.0, gt=0.0, le=10.0, description="Louvain resolution (higher: more communities)"

@@ -30,6 +30,7 @@ from fortemi.graph.maintenance.plan import (
     snn_k,
 )
 from fortemi.graph.maintenance.repository import CommunityRow, MaintenanceRepository, Snapshot
+from fortemi.graph.traversal.segments import forget_changes
 from fortemi.platform.database import Database
 from fortemi.platform.errors import BadUserInput
 
@@ -270,6 +271,7 @@ class GraphMaintenance:
             if plan.communities is not None:
                 await repo.add_communities(conn, plan.communities, labels)
             steps = [s.value for s in plan.steps]
+            await forget_changes(conn)
             return plan, await repo.add_snapshot(conn, steps, plan.metrics, actor)
 
     async def snapshots(self, memory: str, *, limit: int = 20) -> list[Snapshot]:

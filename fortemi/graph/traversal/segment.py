@@ -41,6 +41,7 @@ from fortemi.retrieval.segment import Snapshot
 __all__ = ["KINDS", "GraphSegment", "SegmentEdges", "SegmentLinks", "SegmentWalk"]
 
 Ints = npt.NDArray[np.int64]
+Small = npt.NDArray[np.int32]  # what is held per link: node numbers and codes
 Floats = npt.NDArray[np.float64]
 Flags = npt.NDArray[np.bool_]
 
@@ -139,18 +140,18 @@ class GraphSegment:
     skills: list[str | None]
     # Adjacency, by node: (neighbour, strongest normalised score) per (node, neighbour, kind).
     adjacency_ptr: Ints
-    neighbour: Ints
+    neighbour: Small
     neighbour_score: Floats
     # The stored traversable rows, by source, then target and kind.
     row_ptr: Ints
-    row_target: Ints
-    row_kind: Ints
+    row_target: Small
+    row_kind: Small
     row_score: Floats
-    row_rank: Ints  # -1: NULL
-    row_set: Ints  # -1: NULL
-    row_model: Ints
+    row_rank: Small  # -1: NULL
+    row_set: Small  # -1: NULL
+    row_model: Small
     models: list[str | None]
-    row_computed: Ints
+    row_computed: Small
     computed: list[str]  # computed_at as the statement writes it (fortemi.platform.isotext)
 
     @property
@@ -201,17 +202,17 @@ class GraphSegment:
             skill=skill,
             skills=skill_values,
             adjacency_ptr=_csr(a[starts], count),
-            neighbour=b[starts],
+            neighbour=b[starts].astype(np.int32),
             neighbour_score=strongest,
             row_ptr=_csr(source[order], count),
-            row_target=target[order],
-            row_kind=kind[order],
+            row_target=target[order].astype(np.int32),
+            row_kind=kind[order].astype(np.int32),
             row_score=score[order],
-            row_rank=links.rank[order],
-            row_set=links.set_id[order],
-            row_model=links.model[order],
+            row_rank=links.rank[order].astype(np.int32),
+            row_set=links.set_id[order].astype(np.int32),
+            row_model=links.model[order].astype(np.int32),
             models=links.models,
-            row_computed=links.computed[order],
+            row_computed=links.computed[order].astype(np.int32),
             computed=links.stamps,
         )
 
@@ -278,7 +279,7 @@ class GraphSegment:
                 np.maximum.at(best, which, score)
                 links = np.bincount(which, minlength=len(new))
                 ranked = np.lexsort((new, -best))  # score descending, then id
-                frontier = new[ranked[:room]]
+                frontier = new[ranked[:room]].astype(np.int64)
                 cut = len(new) > room
                 cut_edges = int(links[ranked[room:]].sum())
                 found += len(new)

@@ -29,7 +29,14 @@ from fortemi.platform.database import Connection, Database
 from fortemi.platform.isotext import iso_text_sql
 from fortemi.retrieval.segment import Snapshot
 
-__all__ = ["CHANGE_RETENTION", "REBUILD_AFTER", "USABLE_FOR", "GraphSegments"]
+__all__ = [
+    "CHANGE_RETENTION",
+    "REBUILD_AFTER",
+    "USABLE_FOR",
+    "GraphSegments",
+    "build",
+    "forget_changes",
+]
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +133,13 @@ async def build(conn: Connection, gamma: float) -> GraphSegment:
     )
 
 
+async def forget_changes(conn: Connection) -> None:
+    """Drop the change rows older than ``CHANGE_RETENTION``: no readable segment needs
+    them. Builds do it, and so does graph maintenance, which follows every Linking run, so
+    a memory whose graph is written but never walked does not keep every row."""
+    await conn.execute(_FORGET, CHANGE_RETENTION)
+
+
 class GraphSegments:
     def __init__(self, db: Database, *, gamma: float, budget: int) -> None:
         """``budget``: the most links held across memories (0: no segments)."""
@@ -205,7 +219,7 @@ class GraphSegments:
                 else:
                     segment = await build(conn, self._gamma)
             async with self._db.memory_transaction(memory) as conn:
-                await conn.execute(_FORGET, CHANGE_RETENTION)
+                await forget_changes(conn)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a build is an optimisation: the statement still answers

@@ -11,6 +11,8 @@ from uuid import UUID
 
 import pytest
 
+from fortemi.graph.maintenance.plan import Step
+from fortemi.graph.maintenance.service import GraphMaintenance
 from fortemi.graph.traversal import TraversalService
 from fortemi.graph.traversal.models import GraphParams, GraphRequest, NeighbourhoodColumns
 from fortemi.graph.traversal.segments import CHANGE_RETENTION
@@ -234,3 +236,14 @@ async def test_a_build_forgets_change_rows_older_than_any_readable_segment(
         assert await _change_count(db, memory) == 1
     finally:
         await segmented.close()
+
+
+async def test_maintenance_forgets_change_rows_of_a_graph_never_walked(
+    db: Database, memory: str, tagged_notes: NoteService
+) -> None:
+    await _chain(db, tagged_notes, memory)
+    async with db.memory_transaction(memory) as conn:
+        await conn.execute("UPDATE graph_change SET at = at - $1::interval", CHANGE_RETENTION * 2)
+    assert await _change_count(db, memory) > 0
+    await GraphMaintenance(db).run(memory, [Step.COMMUNITIES])
+    assert await _change_count(db, memory) == 0
