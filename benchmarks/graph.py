@@ -74,7 +74,9 @@ from benchmarks._common import (
     serving,
     table,
 )
-from fortemi.graph.traversal.repository import walk_statement
+from fortemi.graph.traversal.repository import TraversalRepository, walk_statement
+from fortemi.graph.traversal.segment import GraphSegment
+from fortemi.graph.traversal.segment_repository import build as build_segment
 from fortemi.platform.database import Database, memory_schema
 from fortemi.platform.embedded import ServiceUrls
 from fortemi.platform.ids import to_global_id
@@ -114,6 +116,7 @@ class Samples:
     gql: list[float] = field(default_factory=list)
     sql: list[float] = field(default_factory=list)
     floor: list[float] = field(default_factory=list)  # note(id) { id }, same connection
+    segment: list[float] = field(default_factory=list)  # the segment path's work, raw
     nodes: list[int] = field(default_factory=list)
     edges: list[int] = field(default_factory=list)
     paths: Counter[str] = field(default_factory=Counter)  # which reader walked (meta.path)
@@ -247,10 +250,39 @@ class RawSql:
         row = await self._conn.fetchrow(sql, *args)
         return 0 if row is None else len(row["ids"]) + len(row["sources"] or ())
 
+    async def segment(self) -> GraphSegment:
+        """The memory's traversal segment, built on this connection as the server builds
+        it (one REPEATABLE READ transaction)."""
+        async with self._conn.transaction(isolation="repeatable_read"):
+            return await build_segment(self._conn, 1.0)
+
+    async def segment_neighbourhood(self, segment: GraphSegment, start: UUID) -> int:
+        """The segment path's work without GraphQL: the walk and its edges from the arrays,
+        then its one statement (the change check and the nodes' columns, concepts and
+        labels), as the service does it. How many nodes and edges."""
+        readable = segment.readable(_EVERYONE)
+        walk = segment.walk(
+            segment.index[start], readable, depth=DEPTH, max_nodes=MAX_NODES, min_score=0.0
+        )
+        edges = segment.edges(walk.nodes, 0.0)
+        ids = list(map(segment.ids.__getitem__, walk.nodes.tolist()))
+        read = await _REPOSITORY.segment_read(
+            self._conn,
+            ids,
+            since=str(segment.snapshot),
+            xmin=segment.snapshot.xmin,
+            visibility=_EVERYONE,
+            concepts=True,
+        )
+        if read.changed or read.ids != ids:
+            raise RuntimeError("the memory changed while it was measured")
+        return len(ids) + len(edges.rows)
+
     async def close(self) -> None:
         await self._conn.close()
 
 
+_REPOSITORY = TraversalRepository()
 _FLOOR = "query Floor($id: ID!) { note(id: $id) { id } }"
 
 
@@ -278,6 +310,7 @@ async def measure(
 ) -> Samples:
     port = server.port
     samples = Samples()
+    segment = await sql.segment() if segments else None
     head = {**headers, "content-type": "application/json"}
     for start in starts[:warmup]:
         poster = await RawPoster.open(HOST, port, head)
@@ -320,6 +353,11 @@ async def measure(
             began = time.perf_counter()
             await sql.neighbourhood(start)
             samples.sql.append(time.perf_counter() - began)
+        if segment is not None:
+            for start in chosen:
+                began = time.perf_counter()
+                await sql.segment_neighbourhood(segment, start)
+                samples.segment.append(time.perf_counter() - began)
     return samples
 
 
@@ -346,7 +384,10 @@ def report(corpus: Corpus, samples: Samples) -> None:
         ("GraphQL graph(depth 3, maxNodes 200), HTTP", samples.gql),
         ("SQL: the recursive statement (walk + edges), raw", samples.sql),
         ("GraphQL floor: note(id) { id }, HTTP", samples.floor),
+        ("segment path raw: walk in RAM + its statement", samples.segment),
     ):
+        if not values:
+            continue
         lat = Latency.of(values)
         rows.append([label, str(lat.count), ms(lat.p50), ms(lat.p95), ms(lat.p99), ms(lat.mean)])
     print(f"## {corpus.name}, {len(corpus.links):,} link rows")
@@ -375,6 +416,9 @@ def report(corpus: Corpus, samples: Samples) -> None:
         ["GraphQL / SQL p95", corpus.name, f"{g.p95 / s.p95:.2f}x", ""],
         ["(floor p50 + SQL p50) / SQL p50", corpus.name, f"{(f.p50 + s.p50) / s.p50:.2f}x",
          "about the least the ratio can be"],
+        *([["GraphQL / segment path raw, p50", corpus.name,
+            f"{g.p50 / Latency.of(samples.segment).p50:.2f}x",
+            "what GraphQL adds to its own path's work"]] if samples.segment else []),
         *linking_rows(corpus),
         *maintenance_rows(corpus),
     ]  # fmt: skip

@@ -30,7 +30,8 @@ from fortemi.graph.maintenance.plan import (
     snn_k,
 )
 from fortemi.graph.maintenance.repository import CommunityRow, MaintenanceRepository, Snapshot
-from fortemi.graph.traversal.segments import forget_changes
+from fortemi.graph.traversal.segment_repository import forget_changes
+from fortemi.graph.traversal.segments import CHANGE_RETENTION
 from fortemi.platform.database import Database
 from fortemi.platform.errors import BadUserInput
 
@@ -271,7 +272,7 @@ class GraphMaintenance:
             if plan.communities is not None:
                 await repo.add_communities(conn, plan.communities, labels)
             steps = [s.value for s in plan.steps]
-            await forget_changes(conn)
+            await forget_changes(conn, CHANGE_RETENTION)
             return plan, await repo.add_snapshot(conn, steps, plan.metrics, actor)
 
     async def snapshots(self, memory: str, *, limit: int = 20) -> list[Snapshot]:

@@ -36,7 +36,7 @@ import numpy.typing as npt
 
 from fortemi.graph.traversal.models import EdgeKind
 from fortemi.platform.notes.models import NoteVisibility
-from fortemi.retrieval.segment import Snapshot
+from fortemi.platform.snapshots import Snapshot
 
 __all__ = ["KINDS", "GraphSegment", "SegmentEdges", "SegmentLinks", "SegmentWalk"]
 

@@ -19,24 +19,12 @@ import logging
 import time
 from collections import OrderedDict
 from datetime import timedelta
-from uuid import UUID
 
-import numpy as np
-import numpy.typing as npt
+from fortemi.graph.traversal.segment import GraphSegment
+from fortemi.graph.traversal.segment_repository import build, estimated_links, forget_changes
+from fortemi.platform.database import Database
 
-from fortemi.graph.traversal.segment import GraphSegment, SegmentLinks
-from fortemi.platform.database import Connection, Database
-from fortemi.platform.isotext import iso_text_sql
-from fortemi.retrieval.segment import Snapshot
-
-__all__ = [
-    "CHANGE_RETENTION",
-    "REBUILD_AFTER",
-    "USABLE_FOR",
-    "GraphSegments",
-    "build",
-    "forget_changes",
-]
+__all__ = ["CHANGE_RETENTION", "REBUILD_AFTER", "USABLE_FOR", "GraphSegments"]
 
 log = logging.getLogger(__name__)
 
@@ -46,98 +34,6 @@ CHANGE_RETENTION = timedelta(hours=2)  # beyond USABLE_FOR by more than any writ
 # A memory whose graph keeps changing would otherwise be rebuilt after every write: a
 # build waits this long after the previous one started (the statement answers meanwhile).
 REBUILD_EVERY = 2.0
-
-_HEAD = "SELECT pg_current_snapshot()::text, 'graph_change'::regclass::oid::int8"
-# The planner's row estimate (kept by ANALYZE and autovacuum): a memory far over the budget
-# is not read into RAM only to be dropped.
-_ESTIMATE = "SELECT greatest(reltuples, 0)::int8 FROM pg_class WHERE oid = 'note_link'::regclass"
-# The notes in id order: their ids as one bytea of 16-byte UUIDs (decoding a uuid[] of
-# thousands took asyncpg microseconds each), whether each is live, its project and skill.
-_NOTES = """
-SELECT string_agg(uuid_send(id), ''::bytea ORDER BY id), array_agg(deleted_at IS NULL ORDER BY id),
-       array_agg(project ORDER BY id), array_agg(skill ORDER BY id)
-FROM note
-"""
-# The statement's bounds: min and max over every semantic link, pruned ones included.
-_BOUNDS = "SELECT min(score)::float8, max(score)::float8 FROM note_link WHERE kind = 'semantic'"
-# The traversable links (the walk indexes' predicate, fortemi.graph.traversal.repository)
-# as big-endian arrays in one bytea each, their ends numbered as the notes above: numpy
-# reads them as they come. Models and times as codes into their distinct values.
-_LINKS = """
-WITH numbered AS MATERIALIZED (
-    SELECT id, (row_number() OVER (ORDER BY id) - 1)::int4 AS n FROM note
-),
-links AS MATERIALIZED (
-    SELECT s.n AS source, t.n AS target,
-           (CASE l.kind WHEN 'explicit' THEN 0 WHEN 'semantic' THEN 1 ELSE 2 END)::int4 AS kind,
-           l.score::float8 AS score, coalesce(l.rank, -1)::int4 AS rank,
-           coalesce(l.set_id, -1)::int4 AS set_id, l.model, l.computed_at
-    FROM note_link l
-    JOIN numbered s ON s.id = l.source_id
-    JOIN numbered t ON t.id = l.target_id
-    WHERE l.kind <> 'semantic' OR NOT l.pruned
-),
-models AS MATERIALIZED (
-    SELECT d.model, (row_number() OVER (ORDER BY d.model) - 1)::int4 AS code
-    FROM (SELECT DISTINCT model FROM links) AS d
-),
-stamps AS MATERIALIZED (
-    SELECT d.computed_at, (row_number() OVER (ORDER BY d.computed_at) - 1)::int4 AS code
-    FROM (SELECT DISTINCT computed_at FROM links) AS d
-)
-SELECT string_agg(int4send(k.source), ''::bytea), string_agg(int4send(k.target), ''::bytea),
-       string_agg(int4send(k.kind), ''::bytea), string_agg(float8send(k.score), ''::bytea),
-       string_agg(int4send(k.rank), ''::bytea), string_agg(int4send(k.set_id), ''::bytea),
-       string_agg(int4send(m.code), ''::bytea), string_agg(int4send(c.code), ''::bytea),
-       (SELECT array_agg(model ORDER BY code) FROM models),
-       (SELECT array_agg({computed_at} ORDER BY code) FROM stamps)
-FROM links k
-JOIN models m ON m.model IS NOT DISTINCT FROM k.model
-JOIN stamps c ON c.computed_at = k.computed_at
-""".replace("{computed_at}", iso_text_sql("computed_at"))
-_FORGET = "DELETE FROM graph_change WHERE at < clock_timestamp() - $1::interval"
-
-
-def _ints(data: bytes | None) -> npt.NDArray[np.int64]:
-    return np.frombuffer(data or b"", dtype=">i4").astype(np.int64)
-
-
-async def build(conn: Connection, gamma: float) -> GraphSegment:
-    """The memory's segment as the transaction's snapshot holds it (REPEATABLE READ)."""
-    head = await conn.fetchrow(_HEAD)
-    notes = await conn.fetchrow(_NOTES)
-    bounds = await conn.fetchrow(_BOUNDS)
-    links = await conn.fetchrow(_LINKS)
-    if head is None or notes is None or bounds is None or links is None:
-        raise RuntimeError("an aggregate without GROUP BY returned no row")
-    packed = notes[0] or b""
-    ids = [UUID(bytes=packed[i : i + 16]) for i in range(0, len(packed), 16)]
-    return GraphSegment.of(
-        Snapshot.parse(head[0]),
-        int(head[1]),
-        gamma,
-        notes=(ids, notes[1] or [], notes[2] or [], notes[3] or []),
-        bounds=(bounds[0], bounds[1]),
-        links=SegmentLinks(
-            source=_ints(links[0]),
-            target=_ints(links[1]),
-            kind=_ints(links[2]),
-            score=np.frombuffer(links[3] or b"", dtype=">f8").astype(np.float64),
-            rank=_ints(links[4]),
-            set_id=_ints(links[5]),
-            model=_ints(links[6]),
-            models=list(links[8] or ()),
-            computed=_ints(links[7]),
-            stamps=list(links[9] or ()),
-        ),
-    )
-
-
-async def forget_changes(conn: Connection) -> None:
-    """Drop the change rows older than ``CHANGE_RETENTION``: no readable segment needs
-    them. Builds do it, and so does graph maintenance, which follows every Linking run, so
-    a memory whose graph is written but never walked does not keep every row."""
-    await conn.execute(_FORGET, CHANGE_RETENTION)
 
 
 class GraphSegments:
@@ -214,12 +110,12 @@ class GraphSegments:
         started = time.monotonic()
         try:
             async with self._db.memory_transaction(memory, isolation="repeatable_read") as conn:
-                if int(await conn.fetchval(_ESTIMATE) or 0) > 2 * self._budget:
+                if await estimated_links(conn) > 2 * self._budget:
                     segment = None  # far too big: not read at all
                 else:
                     segment = await build(conn, self._gamma)
             async with self._db.memory_transaction(memory) as conn:
-                await forget_changes(conn)
+                await forget_changes(conn, CHANGE_RETENTION)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a build is an optimisation: the statement still answers

@@ -42,7 +42,7 @@ from fortemi.platform.database import Connection, Database
 from fortemi.platform.errors import NotFound
 from fortemi.platform.isotext import IsoTimes
 from fortemi.platform.notes.models import NoteVisibility
-from fortemi.retrieval.segment import Snapshot
+from fortemi.platform.snapshots import Snapshot
 
 __all__ = ["TraversalService"]
 

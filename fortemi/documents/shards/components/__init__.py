@@ -68,6 +68,8 @@ DERIVED: dict[str, str] = {
 # an imported memory starts without.
 LOCAL: dict[str, str] = {
     "lex_gone": "lexical tombstones that in-process segments read; a new memory has none",
+    "graph_change": "the graph's change log that in-process traversal segments read; a new "
+    "memory has none",
 }
 
 _TABLES = {table.name: table for component in COMPONENTS for table in component.tables}
