@@ -15,6 +15,11 @@ Contract, for ``neighbourhood(memory, start, request, visibility)``:
   with ``maxEdgesPerNode = k`` a pair is kept when it is among the k strongest of either end
   (so the walk's own edges always are);
 * communities are Louvain's on the returned sub-graph (:mod:`.communities`).
+
+Two readers give that answer: the memory's traversal segment (:mod:`.segment`, the links
+held in RAM by this process, checked in the query's snapshot) when it is ready, current
+and the walk has no ``maxEdgesPerNode``, else the recursive statement
+(:mod:`.repository`); ``meta.path`` says which.
 """
 
 from __future__ import annotations
