@@ -193,7 +193,7 @@ async def test_closing_stops_a_build_under_way_and_leaves_no_task(
     builds = [
         t
         for t in asyncio.all_tasks()
-        if t.get_coro().__qualname__ == "Segments._build"  # type: ignore[union-attr]
+        if t.get_coro().__qualname__ == "HeldSegments._build"  # type: ignore[union-attr]
     ]
     assert len(builds) == 1
     assert not builds[0].done()
