@@ -6,7 +6,7 @@ the query's snapshot. (That it answers exactly as the statement does is
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from uuid import UUID
 
 import pytest
@@ -41,6 +41,20 @@ async def _chain(db: Database, notes: NoteService, memory: str) -> list[UUID]:
     links.append(Link(ids[0], ids[3], kind="explicit", score=0.5))
     await add_links(db, memory, links)
     return ids
+
+
+@pytest.fixture
+async def ids(db: Database, memory: str, tagged_notes: NoteService) -> list[UUID]:
+    """The notes of :func:`_chain`."""
+    return await _chain(db, tagged_notes, memory)
+
+
+@pytest.fixture
+async def segmented(db: Database) -> AsyncIterator[TraversalService]:
+    """A traversal service with segments (its builds stopped afterwards)."""
+    service = TraversalService(db, segment_links=10_000)
+    yield service
+    await service.close()
 
 
 async def _compare(
@@ -101,95 +115,91 @@ async def _note_purged(db: Database, notes: NoteService, memory: str, ids: list[
     [_new_link, _link_gone, _pruned, _rescored, _note_deleted, _note_hidden, _note_purged],
 )
 async def test_after_any_change_to_the_graph_the_statement_answers_until_a_rebuild(
-    db: Database, memory: str, tagged_notes: NoteService, change: Change
+    db: Database,
+    memory: str,
+    tagged_notes: NoteService,
+    change: Change,
+    ids: list[UUID],
+    segmented: TraversalService,
 ) -> None:
-    ids = await _chain(db, tagged_notes, memory)
-    segmented = TraversalService(db, segment_links=10_000)
     plain = TraversalService(db)
-    try:
-        assert await segmented.segments.ready(memory) is not None
-        assert await _compare(segmented, plain, memory, ids[0]) == "segment"
-        before = await _change_count(db, memory)
-        await change(db, tagged_notes, memory, ids)
-        assert await _change_count(db, memory) == before + 1  # one row per statement
-        assert await _compare(segmented, plain, memory, ids[0]) == "statement"
-        assert await segmented.segments.ready(memory) is not None  # the rebuild it asked for
-        assert await _compare(segmented, plain, memory, ids[0]) == "segment"
-    finally:
-        await segmented.close()
+    assert await segmented.segments.ready(memory) is not None
+    assert await _compare(segmented, plain, memory, ids[0]) == "segment"
+    before = await _change_count(db, memory)
+    await change(db, tagged_notes, memory, ids)
+    assert await _change_count(db, memory) == before + 1  # one row per statement
+    assert await _compare(segmented, plain, memory, ids[0]) == "statement"
+    assert await segmented.segments.ready(memory) is not None  # the rebuild it asked for
+    assert await _compare(segmented, plain, memory, ids[0]) == "segment"
 
 
 async def test_edits_that_leave_links_and_read_scopes_alone_keep_the_segment(
-    db: Database, memory: str, tagged_notes: NoteService
+    db: Database,
+    memory: str,
+    tagged_notes: NoteService,
+    ids: list[UUID],
+    segmented: TraversalService,
 ) -> None:
-    ids = await _chain(db, tagged_notes, memory)
-    segmented = TraversalService(db, segment_links=10_000)
     plain = TraversalService(db)
-    try:
-        assert await segmented.segments.ready(memory) is not None
-        before = await _change_count(db, memory)
-        await tagged_notes.update(
-            memory, ids[1], NotePatch(title="renamed", content="new text"), actor="test"
-        )
-        async with db.memory_transaction(memory) as conn:  # a statement that changes no link
-            await conn.execute("DELETE FROM note_link WHERE kind = 'wiki'")
-        assert await _change_count(db, memory) == before
-        # Titles are read in the query's snapshot, never from the segment.
-        assert await _compare(segmented, plain, memory, ids[0]) == "segment"
-    finally:
-        await segmented.close()
+    assert await segmented.segments.ready(memory) is not None
+    before = await _change_count(db, memory)
+    await tagged_notes.update(
+        memory, ids[1], NotePatch(title="renamed", content="new text"), actor="test"
+    )
+    async with db.memory_transaction(memory) as conn:  # a statement that changes no link
+        await conn.execute("DELETE FROM note_link WHERE kind = 'wiki'")
+    assert await _change_count(db, memory) == before
+    # Titles are read in the query's snapshot, never from the segment.
+    assert await _compare(segmented, plain, memory, ids[0]) == "segment"
 
 
 async def test_a_segment_taken_after_the_query_snapshot_is_not_read(
-    db: Database, memory: str, tagged_notes: NoteService
+    db: Database,
+    memory: str,
+    tagged_notes: NoteService,
+    ids: list[UUID],
+    segmented: TraversalService,
 ) -> None:
-    ids = await _chain(db, tagged_notes, memory)
-    segmented = TraversalService(db, segment_links=10_000)
     params = GraphParams(depth=3, max_nodes=50, min_score=0.0, max_edges_per_node=None)
-    try:
-        async with db.memory_transaction(memory, isolation="repeatable_read") as conn:
-            await conn.fetchval("SELECT 1")  # the query's snapshot is taken here
-            await _new_link(db, tagged_notes, memory, ids)
-            segment = await segmented.segments.ready(memory)  # it holds the new link
-            assert segment is not None
-            walk = await segmented._segment_walk(
-                conn, memory, segment, ids[0], params, None, concepts=False
-            )
-            assert walk is None  # the statement answers: the segment saw a later commit
-        assert segmented.segments.hits == 0
-    finally:
-        await segmented.close()
+    async with db.memory_transaction(memory, isolation="repeatable_read") as conn:
+        await conn.fetchval("SELECT 1")  # the query's snapshot is taken here
+        await _new_link(db, tagged_notes, memory, ids)
+        segment = await segmented.segments.ready(memory)  # it holds the new link
+        assert segment is not None
+        walk = await segmented._segment_walk(
+            conn, memory, segment, ids[0], params, None, concepts=False
+        )
+        assert walk is None  # the statement answers: the segment saw a later commit
+    assert segmented.segments.hits == 0
 
 
 async def test_a_start_the_segment_does_not_know_goes_to_the_statement(
-    db: Database, memory: str, tagged_notes: NoteService
+    db: Database,
+    memory: str,
+    tagged_notes: NoteService,
+    ids: list[UUID],
+    segmented: TraversalService,
 ) -> None:
-    ids = await _chain(db, tagged_notes, memory)
-    segmented = TraversalService(db, segment_links=10_000)
-    try:
-        assert await segmented.segments.ready(memory) is not None
-        [late] = await add_notes(tagged_notes, memory, ["late"])  # no link: no change row
-        found = await segmented.columns(memory, late, _REQUEST, visibility=None)
-        assert (list(found.nodes.id), found.meta.path) == ([late], "statement")
-        found = await segmented.columns(memory, ids[4], _REQUEST, visibility=None)
-        assert found.meta.path == "segment"
-    finally:
-        await segmented.close()
+    assert await segmented.segments.ready(memory) is not None
+    [late] = await add_notes(tagged_notes, memory, ["late"])  # no link: no change row
+    found = await segmented.columns(memory, late, _REQUEST, visibility=None)
+    assert (list(found.nodes.id), found.meta.path) == ([late], "statement")
+    found = await segmented.columns(memory, ids[4], _REQUEST, visibility=None)
+    assert found.meta.path == "segment"
 
 
 async def test_max_edges_per_node_is_walked_by_the_statement(
-    db: Database, memory: str, tagged_notes: NoteService
+    db: Database,
+    memory: str,
+    tagged_notes: NoteService,
+    ids: list[UUID],
+    segmented: TraversalService,
 ) -> None:
-    ids = await _chain(db, tagged_notes, memory)
-    segmented = TraversalService(db, segment_links=10_000)
-    try:
-        assert await segmented.segments.ready(memory) is not None
-        request = GraphRequest(depth=3, max_nodes=50, max_edges_per_node=1)
-        found = await segmented.columns(memory, ids[0], request, visibility=None)
-        assert found.meta.path == "statement"
-        assert segmented.segments.hits == 0
-    finally:
-        await segmented.close()
+    assert await segmented.segments.ready(memory) is not None
+    request = GraphRequest(depth=3, max_nodes=50, max_edges_per_node=1)
+    found = await segmented.columns(memory, ids[0], request, visibility=None)
+    assert found.meta.path == "statement"
+    assert segmented.segments.hits == 0
 
 
 async def test_a_memory_over_the_budget_gets_no_segment_and_is_still_walked(
@@ -223,19 +233,18 @@ async def test_closing_stops_a_build_under_way_and_leaves_no_task(
 
 
 async def test_a_build_forgets_change_rows_older_than_any_readable_segment(
-    db: Database, memory: str, tagged_notes: NoteService
+    db: Database,
+    memory: str,
+    tagged_notes: NoteService,
+    ids: list[UUID],
+    segmented: TraversalService,
 ) -> None:
-    ids = await _chain(db, tagged_notes, memory)
     await _new_link(db, tagged_notes, memory, ids)
     async with db.memory_transaction(memory) as conn:
         await conn.execute("UPDATE graph_change SET at = at - $1::interval", CHANGE_RETENTION * 2)
         await conn.execute("INSERT INTO graph_change DEFAULT VALUES")  # a recent one stays
-    segmented = TraversalService(db, segment_links=10_000)
-    try:
-        assert await segmented.segments.ready(memory) is not None
-        assert await _change_count(db, memory) == 1
-    finally:
-        await segmented.close()
+    assert await segmented.segments.ready(memory) is not None
+    assert await _change_count(db, memory) == 1
 
 
 async def test_maintenance_forgets_change_rows_of_a_graph_never_walked(
